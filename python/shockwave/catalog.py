@@ -1,0 +1,163 @@
+"""What the original Shockwave artifact knows about its five model families.
+
+Every constant of the original that describes a *model* (its dataset, its batch-size limits, when
+its training is "critical" for Accordion, its GNS staircase) lives here, once, with the fact it
+encodes. The facts come from the Shockwave artifact (github.com/uw-mad-dash/shockwave, MIT
+licence, UW-Madison), as documented in the project's reference notes; the numbers are theirs, the
+code is ours.
+
+Two readers use these facts:
+
+* the *profile* builder (:mod:`shockwave.profiles`), which turns a trace line into a per-epoch
+  batch-size and duration schedule, exactly as the original's ``generate_pickle_file`` does;
+* the ``gavel`` simulator mechanics, which reproduce the original's *runtime* batch-size rules
+  (which differ from the profile: no 30 % rule, fewer Recommendation windows, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+#: Adaptation modes of the Shockwave trace format.
+AdaptationMode = Literal["static", "accordion", "gns"]
+ADAPTATION_MODES: tuple[AdaptationMode, ...] = ("static", "accordion", "gns")
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """Facts about one model family of the original's job table.
+
+    Attributes:
+        name: model name as it appears in a job type, e.g. ``"ResNet-18"``.
+        dataset: dataset label, e.g. ``"CIFAR-10"``.
+        samples_per_epoch: training samples in one epoch of the dataset.
+        max_batch_size: largest batch size the adaptation rules may reach (both Accordion and GNS
+            clip to it).
+        min_batch_size: smallest batch size listed for the model in the throughput tables (the
+            runtime Accordion rule never shrinks below it).
+    """
+
+    name: str
+    dataset: str
+    samples_per_epoch: int
+    max_batch_size: int
+    min_batch_size: int
+
+
+#: The five model families (dataset lengths: original ``utils.py``; limits: its Accordion and GNS
+#: code). ImageNet is a 100,000-sample subset in the original.
+MODEL_FAMILIES: dict[str, ModelFamily] = {
+    f.name: f
+    for f in (
+        ModelFamily("ResNet-18", "CIFAR-10", 50_000, 256, 16),
+        ModelFamily("ResNet-50", "ImageNet", 100_000, 128, 16),
+        ModelFamily("Transformer", "Multi30k", 10_000, 128, 16),
+        ModelFamily("LM", "Wikitext-2", 59_675, 80, 5),
+        ModelFamily("Recommendation", "ML-20M", 117_907, 8192, 512),
+    )
+}
+
+#: Models whose Accordion schedule is never adapted (the original returns the schedule unchanged).
+ACCORDION_NEVER_ADAPTS: frozenset[str] = frozenset({"Transformer", "CycleGAN", "A3C"})
+
+
+def model_family(model: str) -> ModelFamily:
+    """Return the :class:`ModelFamily` for ``model``; raise ``KeyError`` naming it if unknown."""
+    try:
+        return MODEL_FAMILIES[model]
+    except KeyError:
+        known = ", ".join(sorted(MODEL_FAMILIES))
+        raise KeyError(f"unknown model {model!r} (known: {known})") from None
+
+
+def _head_regime_epochs(model: str, initial_batch_size: int) -> int:
+    """Length (epochs) of the critical regime at the start of training, Accordion profile rules."""
+    if model == "ResNet-18":
+        return 20 if initial_batch_size == 256 else 10
+    if model == "Recommendation":
+        if initial_batch_size in (512, 1024):
+            return 30
+        if initial_batch_size == 2048:
+            return 40
+        return 10
+    if model == "LM":
+        return 10
+    return 0
+
+
+def accordion_profile_is_critical(model: str, initial_batch_size: int, epoch: int) -> bool:
+    """Whether ``epoch`` (0-based) lies in the critical regime of the Accordion *profile*.
+
+    Critical epochs keep the initial batch size. The profile rules are (original
+    ``get_accordion_bs_pattern``): ResNet-18 ``[0, r) | [150, 160) | [250, 260)``; ResNet-50 epochs
+    below 600 with ``epoch mod 30 < 10``; LM ``[0, 10)``; Recommendation
+    ``[0, r) | [60, 70) | [80, 90)``; ``r`` depends on the initial batch size.
+    """
+    head = _head_regime_epochs(model, initial_batch_size)
+    if model == "ResNet-18":
+        return epoch < head or 150 <= epoch < 160 or 250 <= epoch < 260
+    if model == "ResNet-50":
+        return epoch < 600 and epoch % 30 < 10
+    if model == "LM":
+        return epoch < head
+    if model == "Recommendation":
+        return epoch < head or 60 <= epoch < 70 or 80 <= epoch < 90
+    return True
+
+
+def accordion_runtime_is_critical(model: str, initial_batch_size: int, epoch_counter: int) -> bool:
+    """Whether the original *simulator* treats a job as critical (runtime Accordion rule).
+
+    ``epoch_counter`` is the simulator's ceil-based epoch index (epochs *started*). Unlike the
+    profile: Recommendation has no 60-70 and 80-90 windows, and ResNet-50's rule has no 600 cap.
+    """
+    head = _head_regime_epochs(model, initial_batch_size)
+    if model == "ResNet-18":
+        return epoch_counter < head or 150 <= epoch_counter < 160 or 250 <= epoch_counter < 260
+    if model == "ResNet-50":
+        return epoch_counter % 30 < 10
+    if model in ("LM", "Recommendation"):
+        return epoch_counter < head
+    return True
+
+
+@dataclass(frozen=True)
+class GnsStaircase:
+    """One entry of the original's hard-coded GNS table.
+
+    Attributes:
+        stages: ``(first_epoch, batch_size)`` pairs, ascending; from ``first_epoch`` (0-based
+            epoch index) on, the job trains at ``batch_size`` until the next stage.
+        min_epochs: the staircase applies to a job's profile only if the job has at least this many
+            epochs (its epoch count exceeds the first threshold); otherwise the profile is static.
+    """
+
+    stages: tuple[tuple[int, int], ...]
+    min_epochs: int
+
+
+@cache
+def gns_table() -> dict[tuple[str, int, int], GnsStaircase]:
+    """The GNS staircases keyed by ``(model, initial batch size, gang size)``.
+
+    Entries exist only for gang sizes 1, 2 and 4; Transformer has none. Data from the original's
+    ``get_gns_bs_pattern``, shipped as ``shockwave/data/gns_table.json``.
+    """
+    raw = json.loads(resources.files("shockwave.data").joinpath("gns_table.json").read_text())
+    table: dict[tuple[str, int, int], GnsStaircase] = {}
+    for key, entry in raw.items():
+        model, batch_size, gang_size = key.split("|")
+        stages = tuple((int(epoch), int(bs)) for epoch, bs in entry["steps"])
+        table[(model, int(batch_size), int(gang_size))] = GnsStaircase(
+            stages=stages, min_epochs=int(entry["applies_when_num_epochs_at_least"])
+        )
+    return table
+
+
+def gns_staircase(model: str, initial_batch_size: int, gang_size: int) -> GnsStaircase | None:
+    """The GNS staircase of a job, or ``None`` if the original never adapts it."""
+    return gns_table().get((model, initial_batch_size, gang_size))

@@ -1,0 +1,1 @@
+"""Data files shipped with the package (see the README in this folder)."""

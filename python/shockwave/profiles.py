@@ -1,0 +1,127 @@
+"""Per-epoch profiles: the batch size and duration of every epoch of a job.
+
+A profile is what the original computes in ``generate_pickle_file`` from a trace line and a
+throughput table, quirks included:
+
+* ``num_epochs = ceil(total_steps / ceil(samples_per_epoch / initial_batch_size))``;
+* the batch-size schedule follows the job's adaptation mode (:func:`batch_size_schedule`);
+* ``duration[e] = (samples_per_epoch / bs[e]) / thr(model, bs[e], gang)`` seconds: a plain float
+  division, and the last, partial epoch counts as a whole epoch.
+
+The functions here are pure and cheap; the simulator never calls them in a loop.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from shockwave.catalog import (
+    ACCORDION_NEVER_ADAPTS,
+    AdaptationMode,
+    accordion_profile_is_critical,
+    gns_staircase,
+    model_family,
+)
+from shockwave.throughputs import ThroughputTable
+
+#: Share of an Accordion job's epochs that always keeps the initial batch size (profile rule:
+#: an epoch may switch to the large batch size only if ``epoch > 0.3 * num_epochs``).
+ACCORDION_WARMUP_FRACTION = 0.3
+
+
+def num_epochs(total_steps: int, samples_per_epoch: int, initial_batch_size: int) -> int:
+    """Epochs of a job: ``ceil(total_steps / ceil(samples_per_epoch / initial_batch_size))``."""
+    steps_per_epoch = math.ceil(samples_per_epoch / initial_batch_size)
+    return math.ceil(total_steps / steps_per_epoch)
+
+
+def accordion_schedule(model: str, initial_batch_size: int, epochs: int) -> list[int]:
+    """Accordion batch sizes per epoch (profile rules of the original).
+
+    An epoch trains at the model's maximum batch size iff it is outside the critical regime
+    (:func:`shockwave.catalog.accordion_profile_is_critical`) and ``epoch > 0.3 * epochs``;
+    otherwise at the initial batch size. Transformer jobs are never adapted.
+    """
+    schedule = [initial_batch_size] * epochs
+    if model in ACCORDION_NEVER_ADAPTS:
+        return schedule
+    max_bs = model_family(model).max_batch_size
+    for epoch in range(epochs):
+        if epoch > ACCORDION_WARMUP_FRACTION * epochs and not accordion_profile_is_critical(
+            model, initial_batch_size, epoch
+        ):
+            schedule[epoch] = max_bs
+    return schedule
+
+
+def gns_schedule(
+    model: str,
+    initial_batch_size: int,
+    gang_size: int,
+    epochs: int,
+) -> list[int]:
+    """GNS batch sizes per epoch (profile rules of the original).
+
+    The job follows its staircase (:func:`shockwave.catalog.gns_staircase`), clipped to the
+    model's maximum batch size, if it has one and ``epochs`` reaches the staircase's
+    ``min_epochs``; otherwise it is static. The original's final-epoch quirk is reproduced: for a
+    staircase of two or more stages, if the last epoch lies at or beyond the second stage, it keeps
+    the initial batch size.
+    """
+    schedule = [initial_batch_size] * epochs
+    staircase = gns_staircase(model, initial_batch_size, gang_size)
+    if staircase is None or epochs < staircase.min_epochs:
+        return schedule
+    max_bs = model_family(model).max_batch_size
+    stages = staircase.stages
+    for index, (first_epoch, batch_size) in enumerate(stages):
+        end = stages[index + 1][0] if index + 1 < len(stages) else epochs
+        for epoch in range(first_epoch, min(end, epochs)):
+            schedule[epoch] = min(batch_size, max_bs)
+    if len(stages) >= 2 and epochs - 1 >= stages[1][0]:
+        schedule[epochs - 1] = initial_batch_size
+    return schedule
+
+
+def batch_size_schedule(
+    mode: AdaptationMode,
+    model: str,
+    initial_batch_size: int,
+    gang_size: int,
+    epochs: int,
+) -> list[int]:
+    """Batch size of every epoch for the given adaptation mode (original profile rules)."""
+    if mode == "static":
+        return [initial_batch_size] * epochs
+    if mode == "accordion":
+        return accordion_schedule(model, initial_batch_size, epochs)
+    if mode == "gns":
+        return gns_schedule(model, initial_batch_size, gang_size, epochs)
+    raise ValueError(f"unknown adaptation mode {mode!r}")
+
+
+def epoch_durations(
+    model: str,
+    batch_sizes: list[int],
+    gang_size: int,
+    throughputs: ThroughputTable,
+) -> npt.NDArray[np.float64]:
+    """Seconds per epoch on the job's gang: ``(samples_per_epoch / bs) / thr(model, bs, gang)``.
+
+    Raises:
+        KeyError: if the table lacks a batch size of the schedule.
+        ValueError: if a needed throughput is zero (the epoch would never end).
+    """
+    samples = model_family(model).samples_per_epoch
+    seconds_by_bs: dict[int, float] = {}
+    for bs in set(batch_sizes):
+        thr = throughputs.isolated(model, bs, gang_size)
+        if thr <= 0:
+            raise ValueError(
+                f"throughput of ({model} (batch size {bs}), {gang_size}) is 0: the epoch never ends"
+            )
+        seconds_by_bs[bs] = (samples / bs) / thr
+    return np.array([seconds_by_bs[bs] for bs in batch_sizes], dtype=np.float64)

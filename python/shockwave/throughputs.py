@@ -1,0 +1,185 @@
+"""Isolated training throughputs of the original's job types (the throughput JSON files).
+
+A throughput file maps worker types to job types: under ``"v100"`` (the only worker type the
+original simulates), each key is a stringified tuple ``"('ResNet-18 (batch size 32)', 1)"``, i.e.
+(job type, gang size), and its ``"null"`` entry is the **isolated throughput of the whole job on
+its gang, in iterations (mini-batch steps) per second**. Other entries are co-location throughputs
+used only by packing policies; they are ignored here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from shockwave.errors import TraceError
+
+_JOB_TYPE = re.compile(r"^(?P<model>[^ ]+) \(batch size (?P<bs>\d+)\)$")
+_KEY = re.compile(r"^\('(?P<job_type>[^']+)', (?P<gang>\d+)\)$")
+
+#: Throughput files bundled with the package (isolated entries only), by short name.
+BUNDLED_THROUGHPUTS: tuple[str, ...] = ("tacc", "wisr")
+
+
+def parse_job_type(job_type: str) -> tuple[str, int]:
+    """Split ``"ResNet-18 (batch size 32)"`` into ``("ResNet-18", 32)``.
+
+    Raises:
+        ValueError: if the text is not of that form.
+    """
+    match = _JOB_TYPE.match(job_type)
+    if match is None:
+        raise ValueError(f"job type {job_type!r} is not of the form 'Model (batch size B)'")
+    return match["model"], int(match["bs"])
+
+
+def format_job_type(model: str, batch_size: int) -> str:
+    """Inverse of :func:`parse_job_type`."""
+    return f"{model} (batch size {batch_size})"
+
+
+@dataclass(frozen=True)
+class ThroughputTable:
+    """Isolated throughputs ``thr(model, batch_size, gang_size)`` in iterations/s for the whole job.
+
+    Build one with :meth:`from_file` (an original throughput JSON file), :meth:`bundled`, or
+    :meth:`from_dict` (the layout written by :meth:`to_dict`).
+    """
+
+    entries: Mapping[tuple[str, int, int], float]
+    source: str = field(default="<memory>", compare=False)
+
+    def isolated(self, model: str, batch_size: int, gang_size: int) -> float:
+        """Isolated throughput (iterations/s) of ``model`` at ``batch_size`` on ``gang_size`` GPUs.
+
+        Raises:
+            KeyError: if the table has no such entry (the message names the job type).
+        """
+        try:
+            return self.entries[(model, batch_size, gang_size)]
+        except KeyError:
+            raise KeyError(
+                f"{self.source}: no throughput for "
+                f"({format_job_type(model, batch_size)!r}, {gang_size})"
+            ) from None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.entries
+
+    def batch_sizes(self, model: str, gang_size: int) -> list[int]:
+        """Batch sizes with a positive throughput for ``model`` on ``gang_size`` GPUs, ascending."""
+        return sorted(
+            bs
+            for (m, bs, w), thr in self.entries.items()
+            if m == model and w == gang_size and thr > 0
+        )
+
+    def restricted_to(self, models: Iterable[str]) -> ThroughputTable:
+        """The sub-table of the given models (what a workload file needs to carry)."""
+        keep = set(models)
+        return ThroughputTable(
+            {k: v for k, v in self.entries.items() if k[0] in keep}, source=self.source
+        )
+
+    def to_dict(self) -> dict[str, dict[str, dict[str, float]]]:
+        """``{model: {batch_size: {gang_size: throughput}}}`` with string keys (JSON-ready)."""
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for (model, bs, gang), thr in sorted(self.entries.items()):
+            out.setdefault(model, {}).setdefault(str(bs), {})[str(gang)] = thr
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "<memory>") -> ThroughputTable:
+        """Inverse of :meth:`to_dict`; raises :class:`TraceError` on malformed data."""
+        entries: dict[tuple[str, int, int], float] = {}
+        if not isinstance(data, dict):
+            raise TraceError("throughputs must be an object", path=source, field="throughputs")
+        try:
+            for model, by_bs in data.items():
+                for bs, by_gang in by_bs.items():
+                    for gang, thr in by_gang.items():
+                        entries[(str(model), int(bs), int(gang))] = _check_throughput(
+                            thr, source, f"{model}/{bs}/{gang}"
+                        )
+        except (AttributeError, ValueError, TypeError) as exc:
+            if isinstance(exc, TraceError):
+                raise
+            raise TraceError(
+                f"malformed throughput table ({exc})", path=source, field="throughputs"
+            ) from None
+        return cls(entries, source=source)
+
+    @classmethod
+    def from_file(cls, path: str | PathLike[str], worker_type: str = "v100") -> ThroughputTable:
+        """Read an original throughput JSON file (``tacc_throughputs.json`` and the like).
+
+        Only the ``"null"`` (isolated) entries of ``worker_type`` are kept. Keys for job types
+        that are not of the form ``'Model (batch size B)'`` (``A3C``, ``CycleGAN``) are skipped.
+
+        Raises:
+            TraceError: naming the file and the offending key for malformed content.
+        """
+        path = Path(path)
+        try:
+            raw = json.loads(path.read_text())
+        except OSError as exc:
+            raise TraceError(f"cannot read throughput file ({exc.strerror})", path=path) from None
+        except json.JSONDecodeError as exc:
+            raise TraceError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+        return cls._from_original(raw, worker_type, str(path))
+
+    @classmethod
+    def bundled(cls, name: str = "tacc") -> ThroughputTable:
+        """One of the tables shipped with the package: ``"tacc"`` or ``"wisr"``."""
+        if name not in BUNDLED_THROUGHPUTS:
+            raise ValueError(
+                f"unknown bundled throughputs {name!r}; choose from {BUNDLED_THROUGHPUTS}"
+            )
+        text = resources.files("shockwave.data").joinpath(f"{name}_throughputs.json").read_text()
+        return cls._from_original(json.loads(text), "v100", f"<bundled {name}>")
+
+    @classmethod
+    def _from_original(cls, raw: Any, worker_type: str, source: str) -> ThroughputTable:
+        if not isinstance(raw, dict) or not isinstance(raw.get(worker_type), dict):
+            raise TraceError(
+                f"no {worker_type!r} worker type at the top level", path=source, field=worker_type
+            )
+        entries: dict[tuple[str, int, int], float] = {}
+        for key, value in raw[worker_type].items():
+            match = _KEY.match(key)
+            if match is None:
+                if re.match(r"^\('[^']+', \d+\)$", key):  # e.g. ('A3C', 1): not a batch-size job
+                    continue
+                raise TraceError(f"malformed key {key!r}", path=source, field=worker_type)
+            try:
+                model, bs = parse_job_type(match["job_type"])
+            except ValueError:
+                continue
+            if not isinstance(value, dict) or "null" not in value:
+                raise TraceError(
+                    "entry has no 'null' (isolated) throughput", path=source, field=key
+                )
+            entries[(model, bs, int(match["gang"]))] = _check_throughput(value["null"], source, key)
+        if not entries:
+            raise TraceError(
+                f"no throughputs under {worker_type!r}", path=source, field=worker_type
+            )
+        return cls(entries, source=source)
+
+
+def _check_throughput(value: Any, source: str, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TraceError(f"throughput must be a number, got {value!r}", path=source, field=key)
+    thr = float(value)
+    if not math.isfinite(thr) or thr < 0:
+        raise TraceError(
+            f"throughput must be finite and >= 0, got {value!r}", path=source, field=key
+        )
+    return thr

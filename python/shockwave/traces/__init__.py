@@ -1,0 +1,82 @@
+"""Reading and writing workloads: ``.trace`` files (Gavel/Shockwave) and the native format.
+
+* :func:`load_workload` reads either kind, by file name: ``*.jsonl`` is native, anything else is a
+  ``.trace`` and needs a throughput table;
+* :func:`convert_trace` turns a ``.trace`` plus a throughput file into a native file;
+* :func:`summarize` computes what ``shockwave trace inspect`` prints.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+from pathlib import Path
+
+from shockwave.errors import TraceError
+from shockwave.throughputs import ThroughputTable
+from shockwave.traces.gavel_format import (
+    TraceRecord,
+    load_throughputs,
+    parse_trace_lines,
+    read_gavel_trace,
+)
+from shockwave.traces.native import FORMAT_VERSION, read_native, write_native
+from shockwave.traces.summary import WorkloadSummary, summarize
+from shockwave.workload import Workload
+
+__all__ = [
+    "FORMAT_VERSION",
+    "TraceRecord",
+    "WorkloadSummary",
+    "convert_trace",
+    "load_throughputs",
+    "load_workload",
+    "parse_trace_lines",
+    "read_gavel_trace",
+    "read_native",
+    "summarize",
+    "write_native",
+]
+
+
+def is_native(path: str | PathLike[str]) -> bool:
+    """Whether ``path`` names a native workload file (by its ``.jsonl`` suffix)."""
+    return Path(path).suffix == ".jsonl"
+
+
+def load_workload(
+    path: str | PathLike[str],
+    throughputs: ThroughputTable | str | PathLike[str] | None = None,
+) -> Workload:
+    """Read a workload from a native ``.jsonl`` file or a ``.trace`` file.
+
+    Args:
+        path: the file.
+        throughputs: required for a ``.trace`` (a table, a throughput JSON path, or ``"tacc"`` /
+            ``"wisr"`` for a bundled table). For a native file it replaces the table the file
+            carries, if given.
+
+    Raises:
+        TraceError: for malformed input, or a ``.trace`` without throughputs.
+    """
+    if is_native(path):
+        workload = read_native(path)
+        if throughputs is not None:
+            workload = Workload(workload.jobs, load_throughputs(throughputs), workload.source)
+        return workload
+    if throughputs is None:
+        raise TraceError(
+            "a .trace file needs a throughput table (--throughputs FILE, or 'tacc'/'wisr')",
+            path=path,
+        )
+    return read_gavel_trace(path, throughputs)
+
+
+def convert_trace(
+    trace: str | PathLike[str],
+    throughputs: ThroughputTable | str | PathLike[str],
+    output: str | PathLike[str],
+) -> Workload:
+    """Convert a ``.trace`` and its throughput table into a native workload file; return it."""
+    workload = read_gavel_trace(trace, throughputs)
+    write_native(workload, output)
+    return workload

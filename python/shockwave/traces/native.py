@@ -1,0 +1,228 @@
+"""The native workload format: versioned JSON Lines that needs no throughput table.
+
+Schema, version 1 (``.jsonl``, UTF-8, one JSON object per line):
+
+* **Line 1, the header**::
+
+      {"format": "shockwave-workload", "version": 1, "jobs": <number of job lines>,
+       "source": "<free text, optional>",
+       "throughputs": {<model>: {<batch size>: {<gang size>: <iterations/s>}}}  (optional)}
+
+  ``throughputs`` holds isolated throughputs (iterations per second for the whole gang); it is
+  needed only by the ``gavel`` simulator mechanics and written when converting a ``.trace``.
+
+* **Every further line, one job**:
+
+  ====================  ========  =========================================================
+  key                   required  meaning
+  ====================  ========  =========================================================
+  ``id``                yes       integer, unique in the file
+  ``arrival_time``      yes       seconds since the start of the trace, >= 0
+  ``gang_size``         yes       GPUs, integer >= 1
+  ``model``             yes       model label (free text)
+  ``dataset``           no        dataset label (default ``""``)
+  ``mode``              no        ``static`` (default), ``accordion`` or ``gns``
+  ``epochs``            yes       number of epochs E >= 1
+  ``batch_sizes``       yes       E integers >= 1, the batch size of every epoch
+  ``epoch_seconds``     yes       E numbers > 0, every epoch's duration alone on the gang (s)
+  ``weight``            no        priority weight > 0 (default 1)
+  ``total_steps``       no        iterations at the initial batch size (``gavel`` mechanics)
+  ``samples_per_epoch`` no        samples per epoch (``gavel`` mechanics)
+  ``trace_duration``    no        nominal exclusive runtime from a ``.trace`` (s), informational
+  ====================  ========  =========================================================
+
+Unknown keys are errors (a misspelt optional key must not be silently ignored). Floats are
+written with Python's shortest round-trip representation, so write-then-read is the identity.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from shockwave.errors import JobFieldError, TraceError
+from shockwave.throughputs import ThroughputTable
+from shockwave.workload import Job, Workload
+
+FORMAT_NAME = "shockwave-workload"
+FORMAT_VERSION = 1
+
+_REQUIRED = ("id", "arrival_time", "gang_size", "model", "epochs", "batch_sizes", "epoch_seconds")
+_OPTIONAL = ("dataset", "mode", "weight", "total_steps", "samples_per_epoch", "trace_duration")
+
+
+def job_to_record(job: Job) -> dict[str, Any]:
+    """The JSON object of one job line."""
+    record: dict[str, Any] = {
+        "id": int(job.job_id),
+        "arrival_time": float(job.arrival_time),
+        "gang_size": int(job.gang_size),
+        "model": job.model,
+        "dataset": job.dataset,
+        "mode": job.mode,
+        "epochs": job.num_epochs,
+        "batch_sizes": job.batch_sizes.tolist(),
+        "epoch_seconds": job.epoch_seconds.tolist(),
+        "weight": float(job.weight),
+    }
+    for key in ("total_steps", "samples_per_epoch"):
+        value = getattr(job, key)
+        if value is not None:
+            record[key] = int(value)
+    if job.trace_duration is not None:
+        record["trace_duration"] = float(job.trace_duration)
+    return record
+
+
+def write_native(workload: Workload, path: str | PathLike[str]) -> None:
+    """Write ``workload`` to ``path`` in the native JSON Lines format (see the module docs)."""
+    header: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "jobs": len(workload),
+        "source": workload.source,
+    }
+    if workload.throughputs is not None:
+        header["throughputs"] = workload.throughputs.to_dict()
+    with Path(path).open("w", encoding="utf-8") as out:
+        for obj in _lines(header, (job_to_record(job) for job in workload)):
+            out.write(obj)
+
+
+def _lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterable[str]:
+    yield json.dumps(header, allow_nan=False) + "\n"
+    for record in records:
+        yield json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def read_native(path: str | PathLike[str]) -> Workload:
+    """Read a native workload file.
+
+    Raises:
+        TraceError: naming the file, the line and the field for malformed content, a wrong
+            format name or an unsupported version, a job count that disagrees with the header, or
+            an empty workload.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TraceError(f"cannot read workload ({exc.strerror})", path=path) from None
+    except UnicodeDecodeError:
+        raise TraceError("not UTF-8 text", path=path) from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    jobs: list[Job] = []
+    throughputs: ThroughputTable | None = None
+    header: dict[str, Any] | None = None
+    seen_ids: dict[int, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise TraceError("blank line", path=path, line=number)
+        obj = _decode(line, path, number)
+        if header is None:
+            header = _check_header(obj, path)
+            if "throughputs" in header:
+                throughputs = ThroughputTable.from_dict(header["throughputs"], source=f"{path}:1")
+            continue
+        job = _record_to_job(obj, path, number)
+        if job.job_id in seen_ids:
+            raise TraceError(
+                f"duplicate job id {job.job_id} (first on line {seen_ids[job.job_id]})",
+                path=path, line=number, field="id",
+            )  # fmt: skip
+        seen_ids[job.job_id] = number
+        jobs.append(job)
+    if header is None:
+        raise TraceError("empty file: no header line", path=path)
+    if not jobs:
+        raise TraceError("the workload holds no jobs", path=path)
+    if header["jobs"] != len(jobs):
+        raise TraceError(
+            f"header announces {header['jobs']} jobs but the file holds {len(jobs)}",
+            path=path, line=1, field="jobs",
+        )  # fmt: skip
+    return Workload(tuple(jobs), throughputs, source=str(header.get("source") or path))
+
+
+def _decode(line: str, path: str | PathLike[str], number: int) -> dict[str, Any]:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"not valid JSON ({exc.msg})", path=path, line=number) from None
+    if not isinstance(obj, dict):
+        raise TraceError("each line must be a JSON object", path=path, line=number)
+    return obj
+
+
+def _check_header(obj: dict[str, Any], path: str | PathLike[str]) -> dict[str, Any]:
+    if obj.get("format") != FORMAT_NAME:
+        raise TraceError(
+            f"first line must be a header with format {FORMAT_NAME!r}, got {obj.get('format')!r}",
+            path=path, line=1, field="format",
+        )  # fmt: skip
+    if obj.get("version") != FORMAT_VERSION:
+        raise TraceError(
+            f"unsupported version {obj.get('version')!r} (this reader knows {FORMAT_VERSION})",
+            path=path, line=1, field="version",
+        )  # fmt: skip
+    count = obj.get("jobs")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise TraceError(f"must be a job count, got {count!r}", path=path, line=1, field="jobs")
+    unknown = set(obj) - {"format", "version", "jobs", "source", "throughputs"}
+    if unknown:
+        raise TraceError(f"unknown header keys {sorted(unknown)}", path=path, line=1)
+    return obj
+
+
+def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) -> Job:
+    for key in _REQUIRED:
+        if key not in obj:
+            raise TraceError("missing", path=path, line=number, field=key)
+    unknown = set(obj) - set(_REQUIRED) - set(_OPTIONAL)
+    if unknown:
+        raise TraceError(f"unknown keys {sorted(unknown)}", path=path, line=number)
+    epochs = obj["epochs"]
+    for key in ("batch_sizes", "epoch_seconds"):
+        value = obj[key]
+        if not isinstance(value, list):
+            raise TraceError("must be a list", path=path, line=number, field=key)
+        if isinstance(epochs, int) and len(value) != epochs:
+            raise TraceError(
+                f"has {len(value)} entries but 'epochs' is {epochs}",
+                path=path, line=number, field=key,
+            )  # fmt: skip
+        if key == "batch_sizes" and any(
+            isinstance(v, bool) or not isinstance(v, int) for v in value
+        ):
+            raise TraceError("batch sizes must be integers", path=path, line=number, field=key)
+        if key == "epoch_seconds" and any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) for v in value
+        ):
+            raise TraceError("durations must be numbers", path=path, line=number, field=key)
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise TraceError(
+            f"must be an integer >= 1, got {epochs!r}", path=path, line=number, field="epochs"
+        )
+    try:
+        return Job(
+            job_id=obj["id"],
+            arrival_time=obj["arrival_time"],
+            gang_size=obj["gang_size"],
+            model=obj["model"],
+            dataset=obj.get("dataset", ""),
+            mode=obj.get("mode", "static"),
+            batch_sizes=obj["batch_sizes"],
+            epoch_seconds=obj["epoch_seconds"],
+            weight=obj.get("weight", 1.0),
+            total_steps=obj.get("total_steps"),
+            samples_per_epoch=obj.get("samples_per_epoch"),
+            trace_duration=obj.get("trace_duration"),
+        )
+    except JobFieldError as exc:
+        raise TraceError(exc.reason, path=path, line=number, field=exc.field) from None
+    except (ValueError, TypeError) as exc:  # e.g. a string where a number belongs
+        raise TraceError(f"invalid value ({exc})", path=path, line=number) from None

@@ -1,0 +1,236 @@
+"""The workload model: jobs with per-epoch profiles, and a workload (a list of jobs).
+
+A :class:`Job` carries everything a simulation needs: when it arrives, how many GPUs its gang
+takes, and the batch size and duration of each of its epochs. The ``gavel`` simulator mechanics
+(which replay the original simulator, runtime batch-size rules included) need a little more: the
+job's step count and the throughput table, which jobs read from a ``.trace`` file carry.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from shockwave.catalog import ADAPTATION_MODES, AdaptationMode
+from shockwave.errors import JobFieldError
+from shockwave.throughputs import ThroughputTable, format_job_type
+
+
+@dataclass(frozen=True, eq=False)
+class Job:
+    """One training job.
+
+    Attributes:
+        job_id: identifier, unique within a workload (for ``.trace`` files: the line index).
+        arrival_time: submission time, seconds since the start of the trace.
+        gang_size: GPUs the job needs; it runs on exactly this many or not at all.
+        model: model label, e.g. ``"ResNet-18"``.
+        dataset: dataset label, e.g. ``"CIFAR-10"``.
+        mode: adaptation mode, ``"static"``, ``"accordion"`` or ``"gns"`` (a label; the schedule
+            itself is ``batch_sizes``).
+        batch_sizes: batch size of every epoch, shape ``(epochs,)``, int64.
+        epoch_seconds: duration of every epoch when the job runs alone on its gang, seconds,
+            shape ``(epochs,)``, float64.
+        weight: priority weight (budget multiplier), > 0; 1 for every job of the original traces.
+        total_steps: iterations at the initial batch size, if known (``.trace`` field 6). Needed
+            only by the ``gavel`` simulator mechanics.
+        samples_per_epoch: samples in one epoch, if known. Needed only by ``gavel`` mechanics.
+        trace_duration: the nominal exclusive runtime written in a Shockwave ``.trace`` (field
+            11), seconds, if known; informational (the original overwrites it with the profile
+            sum, :attr:`exclusive_seconds`).
+    """
+
+    job_id: int
+    arrival_time: float
+    gang_size: int
+    model: str
+    dataset: str
+    mode: AdaptationMode
+    batch_sizes: npt.NDArray[np.int64]
+    epoch_seconds: npt.NDArray[np.float64]
+    weight: float = 1.0
+    total_steps: int | None = None
+    samples_per_epoch: int | None = None
+    trace_duration: float | None = None
+
+    def __post_init__(self) -> None:
+        bs = _as_array(self.job_id, "batch_sizes", self.batch_sizes, "iu", np.int64)
+        secs = _as_array(self.job_id, "epoch_seconds", self.epoch_seconds, "iuf", np.float64)
+        bs.setflags(write=False)
+        secs.setflags(write=False)
+        object.__setattr__(self, "batch_sizes", bs)
+        object.__setattr__(self, "epoch_seconds", secs)
+        _check_job(self)
+
+    @property
+    def num_epochs(self) -> int:
+        """Number of epochs (the last one may be partial in the original, but counts as whole)."""
+        return int(self.batch_sizes.shape[0])
+
+    @property
+    def initial_batch_size(self) -> int:
+        """Batch size of the first epoch."""
+        return int(self.batch_sizes[0])
+
+    @property
+    def job_type(self) -> str:
+        """The original's job type text, ``"Model (batch size B0)"``."""
+        return format_job_type(self.model, self.initial_batch_size)
+
+    @property
+    def exclusive_seconds(self) -> float:
+        """Sum of the epoch durations: the job's runtime alone on its gang, seconds.
+
+        This is the original's ``duration`` and the denominator of finish-time fairness.
+        """
+        return float(self.epoch_seconds.sum())
+
+    @property
+    def exclusive_gpu_seconds(self) -> float:
+        """``exclusive_seconds * gang_size``: GPU-seconds of exclusive work."""
+        return self.exclusive_seconds * self.gang_size
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Job):
+            return NotImplemented
+        return (
+            self.job_id == other.job_id
+            and self.arrival_time == other.arrival_time
+            and self.gang_size == other.gang_size
+            and self.model == other.model
+            and self.dataset == other.dataset
+            and self.mode == other.mode
+            and np.array_equal(self.batch_sizes, other.batch_sizes)
+            and np.array_equal(self.epoch_seconds, other.epoch_seconds)
+            and self.weight == other.weight
+            and self.total_steps == other.total_steps
+            and self.samples_per_epoch == other.samples_per_epoch
+            and self.trace_duration == other.trace_duration
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking arrays: not hashable
+
+
+def _check_job(job: Job) -> None:
+    """Raise :class:`JobFieldError` (a ``ValueError``) naming the field of an invalid job."""
+
+    def bad(field_name: str, reason: str) -> JobFieldError:
+        return JobFieldError(job.job_id, field_name, reason)
+
+    if isinstance(job.job_id, bool) or not isinstance(job.job_id, (int, np.integer)):
+        raise bad("id", f"must be an integer, got {job.job_id!r}")
+    if not _finite(job.arrival_time) or job.arrival_time < 0:
+        raise bad("arrival_time", f"must be finite and >= 0, got {job.arrival_time!r}")
+    if isinstance(job.gang_size, bool) or not isinstance(job.gang_size, (int, np.integer)):
+        raise bad("gang_size", f"must be an integer, got {job.gang_size!r}")
+    if job.gang_size < 1:
+        raise bad("gang_size", f"must be >= 1 GPU, got {job.gang_size}")
+    if job.mode not in ADAPTATION_MODES:
+        raise bad("mode", f"must be one of {ADAPTATION_MODES}, got {job.mode!r}")
+    if not isinstance(job.model, str) or not job.model:
+        raise bad("model", "must be a non-empty string")
+    if not isinstance(job.dataset, str):
+        raise bad("dataset", "must be a string")
+    if job.batch_sizes.ndim != 1 or job.batch_sizes.shape[0] == 0:
+        raise bad("batch_sizes", "must be a non-empty 1-D sequence (one entry per epoch)")
+    if job.epoch_seconds.shape != job.batch_sizes.shape:
+        raise bad(
+            "epoch_seconds",
+            f"has {job.epoch_seconds.size} entries but batch_sizes has {job.batch_sizes.size}",
+        )
+    if (job.batch_sizes < 1).any():
+        raise bad("batch_sizes", "every batch size must be >= 1")
+    if not np.isfinite(job.epoch_seconds).all() or (job.epoch_seconds <= 0).any():
+        raise bad("epoch_seconds", "every epoch duration must be finite and > 0 seconds")
+    if not _finite(job.weight) or job.weight <= 0:
+        raise bad("weight", f"must be finite and > 0, got {job.weight!r}")
+    for name in ("total_steps", "samples_per_epoch"):
+        value = getattr(job, name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1
+        ):
+            raise bad(name, f"must be an integer >= 1, got {value!r}")
+    if job.trace_duration is not None and (
+        not _finite(job.trace_duration) or job.trace_duration < 0
+    ):
+        raise bad("trace_duration", f"must be finite and >= 0, got {job.trace_duration!r}")
+
+
+def _as_array(
+    job_id: object, name: str, values: Any, kinds: str, dtype: type[np.generic]
+) -> npt.NDArray[Any]:
+    """A private copy of ``values`` as ``dtype``; refuses lossy conversions (a batch size 1.5)."""
+    try:
+        array = np.asarray(values)
+    except (ValueError, TypeError) as exc:
+        raise JobFieldError(job_id, name, f"not a numeric sequence ({exc})") from None
+    if array.size and array.dtype.kind not in kinds:
+        wanted = "integers" if kinds == "iu" else "numbers"
+        raise JobFieldError(job_id, name, f"entries must be {wanted}, got dtype {array.dtype}")
+    return np.array(array, dtype=dtype, copy=True)
+
+
+def _finite(value: Any) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float, np.integer, np.floating))
+        and math.isfinite(value)
+    )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An ordered collection of jobs, as read from one trace file.
+
+    Attributes:
+        jobs: the jobs, in file order (for ``.trace`` files the order defines the job ids).
+        throughputs: the isolated throughput table the jobs were profiled with, if known. The
+            ``gavel`` simulator mechanics need it (they re-derive throughput from the runtime
+            batch size); the ``exact`` mechanics do not.
+        source: where the workload came from (a path or a description).
+    """
+
+    jobs: tuple[Job, ...]
+    throughputs: ThroughputTable | None = None
+    source: str = field(default="<memory>", compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "jobs", tuple(self.jobs))
+        seen: set[int] = set()
+        for job in self.jobs:
+            if job.job_id in seen:
+                raise ValueError(f"{self.source}: duplicate job id {job.job_id}")
+            seen.add(job.job_id)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self.jobs)
+
+    def __getitem__(self, index: int) -> Job:
+        return self.jobs[index]
+
+    @property
+    def arrival_times(self) -> npt.NDArray[np.float64]:
+        """Arrival time of every job, seconds, in job order."""
+        return np.array([job.arrival_time for job in self.jobs], dtype=np.float64)
+
+    @property
+    def gang_sizes(self) -> npt.NDArray[np.int64]:
+        """Gang size (GPUs) of every job, in job order."""
+        return np.array([job.gang_size for job in self.jobs], dtype=np.int64)
+
+    @property
+    def exclusive_seconds(self) -> npt.NDArray[np.float64]:
+        """Exclusive runtime (sum of epoch durations, seconds) of every job, in job order."""
+        return np.array([job.exclusive_seconds for job in self.jobs], dtype=np.float64)
+
+    def with_jobs(self, jobs: Sequence[Job]) -> Workload:
+        """A workload with other jobs and the same throughput table and source."""
+        return Workload(tuple(jobs), self.throughputs, self.source)

@@ -1,0 +1,9 @@
+//! Pure-Rust core of the shockwave cluster scheduler.
+//!
+//! This crate knows nothing about Python: the binding crate (`rust/python`) validates and converts
+//! arguments and calls into the modules here. Every public function assumes its inputs were
+//! validated at that boundary, and reports anything it can still detect as an error value, never a
+//! panic.
+
+/// Version of the core crate, reported by `shockwave._core.core_version()`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -4,6 +4,15 @@
 //! arguments and calls into the modules here. Every public function assumes its inputs were
 //! validated at that boundary, and reports anything it can still detect as an error value, never a
 //! panic.
+//!
+//! Modules:
+//! - [`market`]: the dynamic Fisher market (proportional response, certified) and the rounding of
+//!   its shares into an integral round schedule;
+//! - [`adaptation`]: the stochastic model of batch-size adaptation (remaining-runtime estimators
+//!   and the market's valuations).
+
+pub mod adaptation;
+pub mod market;
 
 /// Version of the core crate, reported by `shockwave._core.core_version()`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,1 @@
+//! Stochastic model of dynamic batch-size adaptation (to be written: issue 4).

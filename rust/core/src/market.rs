@@ -1,0 +1,1 @@
+//! The dynamic Fisher market solver (to be written: issue 3).

@@ -20,7 +20,13 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Literal
+from typing import Literal, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+#: An epoch index, or an array of them.
+EpochIndex: TypeAlias = "int | npt.NDArray[np.integer]"
 
 #: Adaptation modes of the Shockwave trace format.
 AdaptationMode = Literal["static", "accordion", "gns"]
@@ -89,40 +95,59 @@ def _head_regime_epochs(model: str, initial_batch_size: int) -> int:
     return 0
 
 
-def accordion_profile_is_critical(model: str, initial_batch_size: int, epoch: int) -> bool:
-    """Whether ``epoch`` (0-based) lies in the critical regime of the Accordion *profile*.
+def _critical_windows(model: str, initial_batch_size: int, *, runtime: bool) -> list[range]:
+    """Epoch windows in which an Accordion job is critical (ResNet-50 aside: see callers)."""
+    head = range(_head_regime_epochs(model, initial_batch_size))
+    if model == "ResNet-18":
+        return [head, range(150, 160), range(250, 260)]
+    if model == "Recommendation":
+        return [head] if runtime else [head, range(60, 70), range(80, 90)]
+    if model == "LM":
+        return [head]
+    return []
+
+
+def _within(epochs: npt.NDArray[np.integer], windows: list[range]) -> npt.NDArray[np.bool_]:
+    mask = np.zeros(epochs.shape, dtype=np.bool_)
+    for window in windows:
+        mask |= (epochs >= window.start) & (epochs < window.stop)
+    return mask
+
+
+def accordion_profile_is_critical(
+    model: str, initial_batch_size: int, epoch: EpochIndex
+) -> npt.NDArray[np.bool_]:
+    """Whether ``epoch`` (0-based; int or array) is in the Accordion *profile*'s critical regime.
 
     Critical epochs keep the initial batch size. The profile rules are (original
     ``get_accordion_bs_pattern``): ResNet-18 ``[0, r) | [150, 160) | [250, 260)``; ResNet-50 epochs
     below 600 with ``epoch mod 30 < 10``; LM ``[0, 10)``; Recommendation
-    ``[0, r) | [60, 70) | [80, 90)``; ``r`` depends on the initial batch size.
+    ``[0, r) | [60, 70) | [80, 90)``; ``r`` depends on the initial batch size. Other models are
+    critical everywhere (never adapted).
     """
-    head = _head_regime_epochs(model, initial_batch_size)
-    if model == "ResNet-18":
-        return epoch < head or 150 <= epoch < 160 or 250 <= epoch < 260
+    e = np.asarray(epoch)
     if model == "ResNet-50":
-        return epoch < 600 and epoch % 30 < 10
-    if model == "LM":
-        return epoch < head
-    if model == "Recommendation":
-        return epoch < head or 60 <= epoch < 70 or 80 <= epoch < 90
-    return True
+        return (e < 600) & (e % 30 < 10)
+    if model not in MODEL_FAMILIES or model == "Transformer":
+        return np.ones(e.shape, dtype=np.bool_)
+    return _within(e, _critical_windows(model, initial_batch_size, runtime=False))
 
 
-def accordion_runtime_is_critical(model: str, initial_batch_size: int, epoch_counter: int) -> bool:
+def accordion_runtime_is_critical(
+    model: str, initial_batch_size: int, epoch_counter: EpochIndex
+) -> npt.NDArray[np.bool_]:
     """Whether the original *simulator* treats a job as critical (runtime Accordion rule).
 
-    ``epoch_counter`` is the simulator's ceil-based epoch index (epochs *started*). Unlike the
-    profile: Recommendation has no 60-70 and 80-90 windows, and ResNet-50's rule has no 600 cap.
+    ``epoch_counter`` (int or array) is the simulator's ceil-based epoch index (epochs
+    *started*). Unlike the profile: Recommendation has no 60-70 and 80-90 windows, and ResNet-50's
+    rule has no 600 cap.
     """
-    head = _head_regime_epochs(model, initial_batch_size)
-    if model == "ResNet-18":
-        return epoch_counter < head or 150 <= epoch_counter < 160 or 250 <= epoch_counter < 260
+    e = np.asarray(epoch_counter)
     if model == "ResNet-50":
-        return epoch_counter % 30 < 10
-    if model in ("LM", "Recommendation"):
-        return epoch_counter < head
-    return True
+        return e % 30 < 10
+    if model not in MODEL_FAMILIES or model == "Transformer":
+        return np.ones(e.shape, dtype=np.bool_)
+    return _within(e, _critical_windows(model, initial_batch_size, runtime=True))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ The functions here are pure and cheap; the simulator never calls them in a loop.
 from __future__ import annotations
 
 import math
+from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +28,9 @@ from shockwave.catalog import (
 )
 from shockwave.throughputs import ThroughputTable
 
+#: Batch size of every epoch of a job, shape ``(epochs,)``.
+BatchSizes: TypeAlias = npt.NDArray[np.int64]
+
 #: Share of an Accordion job's epochs that always keeps the initial batch size (profile rule:
 #: an epoch may switch to the large batch size only if ``epoch > 0.3 * num_epochs``).
 ACCORDION_WARMUP_FRACTION = 0.3
@@ -38,22 +42,21 @@ def num_epochs(total_steps: int, samples_per_epoch: int, initial_batch_size: int
     return math.ceil(total_steps / steps_per_epoch)
 
 
-def accordion_schedule(model: str, initial_batch_size: int, epochs: int) -> list[int]:
+def accordion_schedule(model: str, initial_batch_size: int, epochs: int) -> BatchSizes:
     """Accordion batch sizes per epoch (profile rules of the original).
 
     An epoch trains at the model's maximum batch size iff it is outside the critical regime
     (:func:`shockwave.catalog.accordion_profile_is_critical`) and ``epoch > 0.3 * epochs``;
     otherwise at the initial batch size. Transformer jobs are never adapted.
     """
-    schedule = [initial_batch_size] * epochs
+    schedule = np.full(epochs, initial_batch_size, dtype=np.int64)
     if model in ACCORDION_NEVER_ADAPTS:
         return schedule
-    max_bs = model_family(model).max_batch_size
-    for epoch in range(epochs):
-        if epoch > ACCORDION_WARMUP_FRACTION * epochs and not accordion_profile_is_critical(
-            model, initial_batch_size, epoch
-        ):
-            schedule[epoch] = max_bs
+    index = np.arange(epochs)
+    large = (index > ACCORDION_WARMUP_FRACTION * epochs) & ~accordion_profile_is_critical(
+        model, initial_batch_size, index
+    )
+    schedule[large] = model_family(model).max_batch_size
     return schedule
 
 
@@ -62,7 +65,7 @@ def gns_schedule(
     initial_batch_size: int,
     gang_size: int,
     epochs: int,
-) -> list[int]:
+) -> BatchSizes:
     """GNS batch sizes per epoch (profile rules of the original).
 
     The job follows its staircase (:func:`shockwave.catalog.gns_staircase`), clipped to the
@@ -71,7 +74,7 @@ def gns_schedule(
     staircase of two or more stages, if the last epoch lies at or beyond the second stage, it keeps
     the initial batch size.
     """
-    schedule = [initial_batch_size] * epochs
+    schedule = np.full(epochs, initial_batch_size, dtype=np.int64)
     staircase = gns_staircase(model, initial_batch_size, gang_size)
     if staircase is None or epochs < staircase.min_epochs:
         return schedule
@@ -79,8 +82,7 @@ def gns_schedule(
     stages = staircase.stages
     for index, (first_epoch, batch_size) in enumerate(stages):
         end = stages[index + 1][0] if index + 1 < len(stages) else epochs
-        for epoch in range(first_epoch, min(end, epochs)):
-            schedule[epoch] = min(batch_size, max_bs)
+        schedule[first_epoch:end] = min(batch_size, max_bs)
     if len(stages) >= 2 and epochs - 1 >= stages[1][0]:
         schedule[epochs - 1] = initial_batch_size
     return schedule
@@ -92,10 +94,10 @@ def batch_size_schedule(
     initial_batch_size: int,
     gang_size: int,
     epochs: int,
-) -> list[int]:
+) -> BatchSizes:
     """Batch size of every epoch for the given adaptation mode (original profile rules)."""
     if mode == "static":
-        return [initial_batch_size] * epochs
+        return np.full(epochs, initial_batch_size, dtype=np.int64)
     if mode == "accordion":
         return accordion_schedule(model, initial_batch_size, epochs)
     if mode == "gns":
@@ -105,7 +107,7 @@ def batch_size_schedule(
 
 def epoch_durations(
     model: str,
-    batch_sizes: list[int],
+    batch_sizes: BatchSizes,
     gang_size: int,
     throughputs: ThroughputTable,
 ) -> npt.NDArray[np.float64]:
@@ -116,12 +118,13 @@ def epoch_durations(
         ValueError: if a needed throughput is zero (the epoch would never end).
     """
     samples = model_family(model).samples_per_epoch
-    seconds_by_bs: dict[int, float] = {}
-    for bs in set(batch_sizes):
+    distinct, where = np.unique(batch_sizes, return_inverse=True)
+    seconds = np.empty(distinct.shape, dtype=np.float64)
+    for k, bs in enumerate(distinct.tolist()):
         thr = throughputs.isolated(model, bs, gang_size)
         if thr <= 0:
             raise ValueError(
                 f"throughput of ({model} (batch size {bs}), {gang_size}) is 0: the epoch never ends"
             )
-        seconds_by_bs[bs] = (samples / bs) / thr
-    return np.array([seconds_by_bs[bs] for bs in batch_sizes], dtype=np.float64)
+        seconds[k] = (samples / bs) / thr
+    return seconds[where]

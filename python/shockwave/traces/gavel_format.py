@@ -222,7 +222,7 @@ def record_to_job(
         model=record.model,
         dataset=family.dataset,
         mode=record.mode,
-        batch_sizes=schedule,  # type: ignore[arg-type]
+        batch_sizes=schedule,
         epoch_seconds=seconds,
         weight=record.priority_weight,
         total_steps=record.total_steps,

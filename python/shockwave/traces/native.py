@@ -195,14 +195,6 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
                 f"has {len(value)} entries but 'epochs' is {epochs}",
                 path=path, line=number, field=key,
             )  # fmt: skip
-        if key == "batch_sizes" and any(
-            isinstance(v, bool) or not isinstance(v, int) for v in value
-        ):
-            raise TraceError("batch sizes must be integers", path=path, line=number, field=key)
-        if key == "epoch_seconds" and any(
-            isinstance(v, bool) or not isinstance(v, (int, float)) for v in value
-        ):
-            raise TraceError("durations must be numbers", path=path, line=number, field=key)
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise TraceError(
             f"must be an integer >= 1, got {epochs!r}", path=path, line=number, field="epochs"

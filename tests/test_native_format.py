@@ -118,7 +118,7 @@ def test_minimal_job_uses_defaults(tmp_path: Path) -> None:
         (HEADER, {**JOB, "batch_sizes": [32, 1.5]}, 2, "batch_sizes", "entries must be integers"),
         (HEADER, {**JOB, "batch_sizes": [32, 0]}, 2, "batch_sizes", "must be >= 1"),
         (HEADER, {**JOB, "epoch_seconds": [1.0, 0.0]}, 2, "epoch_seconds", "finite and > 0"),
-        (HEADER, {**JOB, "epoch_seconds": [1.0, "x"]}, 2, "epoch_seconds", "entries must be numbers"),
+        (HEADER, {**JOB, "epoch_seconds": [1.0, "x"]}, 2, "epoch_seconds", "must be numbers"),
         (HEADER, {**JOB, "mode": "elastic"}, 2, "mode", "must be one of"),
         (HEADER, {**JOB, "weight": 0}, 2, "weight", "finite and > 0"),
         (HEADER, {**JOB, "total_steps": 0}, 2, "total_steps", "integer >= 1"),

@@ -120,7 +120,8 @@ class GeneratorParameters:
         accordion_min_seconds: an Accordion job shorter than this (nominal duration, seconds) is
             relabelled static, as the original does; 0 disables the relabelling.
         templates: the job table, drawn uniformly (list a template twice to double its
-            weight). The order matters for reproducing a trace.
+            weight): :class:`~shockwave.catalog.JobTemplate` entries or ``(model, batch_size)``
+            pairs. The order matters for reproducing a trace.
         throughputs: the throughput table that turns durations into steps and builds the
             profiles: a :class:`~shockwave.throughputs.ThroughputTable`, ``"tacc"``, ``"wisr"``,
             or a throughput JSON file. ``None``: :func:`default_throughputs`.
@@ -155,9 +156,10 @@ class GeneratorParameters:
             "mode_mix", "templates",
         ):  # fmt: skip
             value = getattr(self, name)
-            if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
                 raise GeneratorParameterError(name, f"must be a sequence, got {value!r}")
             object.__setattr__(self, name, tuple(value))
+        object.__setattr__(self, "templates", tuple(map(_as_template, self.templates)))
         _check_parameters(self)
 
     @property
@@ -284,6 +286,17 @@ def parse_numbers(parameter: str, text: str) -> tuple[float, ...]:
         ) from None
 
 
+def _as_template(entry: object) -> JobTemplate:
+    """A template, or a ``(model, batch_size)`` pair made into one."""
+    if isinstance(entry, JobTemplate):
+        return entry
+    if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str):
+        return JobTemplate(entry[0], entry[1])
+    raise GeneratorParameterError(
+        "templates", f"entries must be JobTemplate or (model, batch_size), got {entry!r}"
+    )
+
+
 def _check_parameters(p: GeneratorParameters) -> None:
     """Raise :class:`GeneratorParameterError` for the first invalid field."""
     _check_int("jobs", p.jobs, low=1)
@@ -324,6 +337,16 @@ def _check_parameters(p: GeneratorParameters) -> None:
                 f"probability {p.duration_bucket_mix[index]:g}: use more grid points",
             )
 
+    if not p.templates:
+        raise GeneratorParameterError("templates", "must list at least one template")
+    for template in p.templates:
+        if template.model not in MODEL_FAMILIES:
+            known = ", ".join(sorted(MODEL_FAMILIES))
+            raise GeneratorParameterError(
+                "templates", f"unknown model {template.model!r} (known: {known})"
+            )
+        _check_int("templates", template.batch_size, low=1)
+
     if not p.gang_sizes:
         raise GeneratorParameterError("gang_sizes", "must list at least one gang size")
     for size in p.gang_sizes:
@@ -342,20 +365,6 @@ def _check_parameters(p: GeneratorParameters) -> None:
 
     _check_mix("mode_mix", p.mode_mix, 3, "modes (static, accordion, gns)")
     _check_real("accordion_min_seconds", p.accordion_min_seconds, low=0.0)
-
-    if not p.templates:
-        raise GeneratorParameterError("templates", "must list at least one template")
-    for template in p.templates:
-        if not isinstance(template, JobTemplate):
-            raise GeneratorParameterError(
-                "templates", f"entries must be JobTemplate, got {template!r}"
-            )
-        if template.model not in MODEL_FAMILIES:
-            known = ", ".join(sorted(MODEL_FAMILIES))
-            raise GeneratorParameterError(
-                "templates", f"unknown model {template.model!r} (known: {known})"
-            )
-        _check_int("templates", template.batch_size, low=1)
 
     _check_real("high_priority_fraction", p.high_priority_fraction, low=0.0)
     if p.high_priority_fraction > 1:

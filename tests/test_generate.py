@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shockwave.catalog import ORIGINAL_JOB_TEMPLATES, JobTemplate
 from shockwave.throughputs import ThroughputTable
@@ -152,6 +154,16 @@ def test_the_workload_carries_the_tables_rows_of_the_models_drawn() -> None:
     assert {model for model, _, _ in workload.throughputs.entries} == {"LM"}
     assert {job.model for job in workload} == {"LM"}
     assert [job.job_id for job in workload] == list(range(40))
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), size=st.integers(1, 200))
+def test_a_grid_point_is_drawn_as_numpys_choice_draws_it(seed: int, size: int) -> None:
+    # the generator draws randint(0, len) where the original calls np.random.choice(bucket)
+    points = np.linspace(0.2, 5.0, size)
+    original, ours = np.random.RandomState(seed), np.random.RandomState(seed)
+    for _ in range(20):
+        assert original.choice(points) == points[ours.randint(0, size)]
 
 
 def test_linear_and_geometric_grids() -> None:

@@ -224,16 +224,17 @@ def _draw(p: GeneratorParameters, table: ThroughputTable) -> list[TraceRecord]:
     mode_of = _Categorical.of(p.mode_mix, inclusive=False)
     mean_gap = p.effective_mean_interarrival
     templates = list(p.templates)
-    commands = {template: template.command for template in templates}
+    text = {t: (t.launch, t.job_type, t.command) for t in templates}
 
     records: list[TraceRecord] = []
     arrival = 0.0
     for job in range(p.jobs):
         template = streams.template.choice(templates)
-        launch = template.launch
+        launch, job_type, command = text[template]
         gang = p.gang_sizes[gang_of.draw(streams.gang.random())] if launch.distributed else 1
         bucket = buckets[bucket_of.draw(streams.bucket.random())]
-        seconds = round(3600 * float(streams.duration_pick.choice(bucket)))
+        # the original's np.random.choice(bucket): legacy numpy draws randint(0, len) for it
+        seconds = round(3600 * float(bucket[streams.duration_pick.randint(0, len(bucket))]))
         mode = ADAPTATION_MODES[mode_of.draw(streams.mode.random())]
         if mode == "accordion" and seconds < p.accordion_min_seconds:
             mode = "static"
@@ -249,10 +250,10 @@ def _draw(p: GeneratorParameters, table: ThroughputTable) -> list[TraceRecord]:
         records.append(
             TraceRecord(
                 line=job + 1,
-                job_type=template.job_type,
+                job_type=job_type,
                 model=template.model,
                 initial_batch_size=template.batch_size,
-                command=commands[template],
+                command=command,
                 working_directory=launch.working_directory,
                 num_steps_arg=launch.num_steps_arg,
                 needs_data_dir=launch.needs_data_dir,

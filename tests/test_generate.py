@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -145,6 +146,26 @@ def test_records_parse_back_from_their_trace_lines() -> None:
     text = "".join(format_trace_line(record) + "\n" for record in records)
     assert parse_trace_lines(text) == records
     assert {record.priority_weight for record in records} == {1.0, 2.5}
+
+
+def test_the_writer_keeps_values_the_original_formats_would_change() -> None:
+    record = generate_records(GeneratorParameters(jobs=1, gpus=8))[0]
+    odd = dataclasses.replace(
+        record, arrival_time=12.25, duration=1800.5, priority_weight=1.5, slo=1e-7
+    )
+    line = format_trace_line(odd)
+    assert line.split("\t")[8:] == ["1.5", "1e-07", "1800.5", "12.25"]
+    assert parse_trace_lines(line + "\n") == [odd]
+
+
+def test_the_writer_writes_the_gavel_variant_for_records_without_duration() -> None:
+    record = generate_records(GeneratorParameters(jobs=1, gpus=8, mode_mix=(1, 0, 0)))[0]
+    gavel = dataclasses.replace(record, duration=None)
+    line = format_trace_line(gavel)
+    assert len(line.split("\t")) == 10
+    assert parse_trace_lines(line) == [gavel]
+    with pytest.raises(ValueError, match="mode 'gns'"):
+        format_trace_line(dataclasses.replace(gavel, mode="gns"))
 
 
 def test_steps_are_the_duration_times_the_throughput_truncated() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from shockwave.catalog import JobTemplate
@@ -141,6 +142,19 @@ def test_template_and_number_lists_parse_or_name_their_option() -> None:
     assert parse_numbers("mode_mix", "0,0.5,0.5") == (0.0, 0.5, 0.5)
     with pytest.raises(GeneratorParameterError, match="--mode-mix"):
         parse_numbers("mode_mix", "0,half,0.5")
+
+
+def test_numpy_numbers_are_accepted() -> None:
+    parameters = GeneratorParameters(
+        jobs=np.int64(20), gpus=np.int32(64), seed=np.uint32(7), mean_interarrival=np.float64(3.0)
+    )
+    plain = GeneratorParameters(jobs=20, gpus=64, seed=7, mean_interarrival=3.0)
+    assert generate_records(parameters) == generate_records(plain)
+
+
+def test_the_command_line_keeps_every_digit() -> None:
+    parameters = GeneratorParameters(jobs=10, gpus=8, mean_interarrival=1280 / 6500)
+    assert f"--mean-interarrival {1280 / 6500!r}" in parameters.command_line()
 
 
 def test_the_command_line_names_what_differs_from_the_defaults() -> None:

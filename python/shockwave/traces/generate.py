@@ -174,18 +174,20 @@ def check_throughput_coverage(parameters: GeneratorParameters, table: Throughput
 
     That is, for every template and every gang size it can draw: the initial batch size (its
     steps), and the batch sizes its Accordion and GNS profiles can reach, if those modes can be
-    drawn; and that the shortest duration makes at least one step.
+    drawn; and that the shortest duration that can be drawn makes at least one step.
 
     Raises:
-        GeneratorParameterError: naming ``throughputs`` and the missing job type and gang size.
+        GeneratorParameterError: naming ``throughputs`` and the missing job type and gang size,
+            or ``min_duration_hours`` for a job too short to make a step.
     """
     p = parameters
     gangs = [w for w, q in zip(p.gang_sizes, p.gang_size_mix, strict=True) if q > 0]
     accordion, gns = p.mode_mix[1] > 0, p.mode_mix[2] > 0
+    grid = p.duration_grid_hours()
     shortest = min(
-        round(3600 * float(hours))
-        for start, stop in p.duration_buckets()
-        for hours in p.duration_grid_hours()[start:stop]
+        round(3600 * float(grid[start]))
+        for (start, stop), q in zip(p.duration_buckets(), p.duration_bucket_mix, strict=True)
+        if q > 0 and stop > start
     )
     for template in p.templates:
         family = model_family(template.model)

@@ -20,7 +20,7 @@ import itertools
 import math
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Literal
 
@@ -95,7 +95,7 @@ class GeneratorParameters:
         jobs: number of jobs.
         gpus: GPUs of the cluster the trace is meant for. It sets the defaults of
             ``mean_interarrival`` and ``throughputs``, and no gang may be larger.
-        seed: seeds the five random streams (0 <= seed < 2**32).
+        seed: seeds the six random streams (0 <= seed < 2**32).
         mean_interarrival: mean of the exponential inter-arrival times (Poisson arrivals),
             seconds; 0 makes every job arrive at 0. ``None``: :func:`default_mean_interarrival`.
         min_duration_hours, max_duration_hours: ends of the grid of nominal job durations, hours
@@ -146,7 +146,7 @@ class GeneratorParameters:
     mode_mix: tuple[float, float, float] = (0.0, 0.5, 0.5)
     accordion_min_seconds: float = 1000.0
     templates: tuple[JobTemplate, ...] = ORIGINAL_JOB_TEMPLATES
-    throughputs: ThroughputTable | str | PathLike[str] | None = field(default=None)
+    throughputs: ThroughputTable | str | PathLike[str] | None = None
     high_priority_fraction: float = 0.0
     high_priority_weight: float = 5.0
 
@@ -161,6 +161,10 @@ class GeneratorParameters:
             object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "templates", tuple(map(_as_template, self.templates)))
         _check_parameters(self)
+        # numpy integers are valid input, but random.Random takes only Python ints as seeds
+        for name in ("jobs", "gpus", "seed", "duration_grid_points"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        object.__setattr__(self, "gang_sizes", tuple(int(w) for w in self.gang_sizes))
 
     @property
     def effective_mean_interarrival(self) -> float:
@@ -225,9 +229,9 @@ class GeneratorParameters:
             elif name == "throughputs":
                 text = self.throughputs_label
             elif isinstance(value, tuple):
-                text = ",".join(f"{v:g}" for v in value)
+                text = ",".join(map(_number_text, value))
             else:
-                text = f"{value:g}" if isinstance(value, float) else str(value)
+                text = _number_text(value) if isinstance(value, (int, float)) else str(value)
             parts.append(f"{option_name(name)} {shlex.quote(text)}")
         return " ".join(parts)
 
@@ -238,6 +242,12 @@ PARAMETER_DEFAULTS: dict[str, Any] = {
     for name, spec in GeneratorParameters.__dataclass_fields__.items()
     if name not in ("jobs", "gpus")
 }
+
+
+def _number_text(value: float) -> str:
+    """Short text of a number that reads back as the same value (``0.6``, ``1000``)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
 
 
 def format_templates(templates: Sequence[JobTemplate]) -> str:

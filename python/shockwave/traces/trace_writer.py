@@ -3,9 +3,9 @@
 Numbers are formatted as the original's ``Job.__str__`` and trace generator format them, so a
 generated trace is byte-for-byte what the original would write: ``needs_data_dir``,
 ``total_steps``, ``scale_factor``, ``priority_weight``, ``duration`` and ``arrival_time`` as
-integers (``%d``, truncating), ``SLO`` as ``%f`` with ``-1.000000`` for none. A priority weight
-that is not a whole number is written in full (``1.5``), which the readers accept, rather than
-truncated as the original would.
+integers (``%d``), ``SLO`` as ``%f`` with ``-1.000000`` for none. A value those formats would
+change (a priority weight of 1.5, an arrival at 12.25 s, an SLO of 1e-7) is written in full
+instead, which the readers accept: writing never loses information.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ def format_trace_line(record: TraceRecord) -> str:
         ValueError: for a Gavel-variant record whose mode is not ``static`` (that variant has no
             mode field, so the mode would be lost).
     """
-    weight = record.priority_weight
     fields = [
         record.job_type,
         record.command,
@@ -34,8 +33,8 @@ def format_trace_line(record: TraceRecord) -> str:
         str(int(record.needs_data_dir)),
         str(int(record.total_steps)),
         str(int(record.scale_factor)),
-        str(int(weight)) if float(weight).is_integer() else repr(float(weight)),
-        f"{-1.0 if record.slo is None else record.slo:f}",
+        _whole(record.priority_weight),
+        _fixed(-1.0 if record.slo is None else record.slo),
     ]
     if record.duration is None:
         if record.mode != "static":
@@ -45,9 +44,20 @@ def format_trace_line(record: TraceRecord) -> str:
             )
     else:
         fields.insert(7, record.mode)
-        fields.append(str(int(record.duration)))
-    fields.append(str(int(record.arrival_time)))
+        fields.append(_whole(record.duration))
+    fields.append(_whole(record.arrival_time))
     return "\t".join(fields)
+
+
+def _whole(value: float) -> str:
+    """``%d`` text of a whole number; any other number in full."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _fixed(value: float) -> str:
+    """``%f`` text of a number, unless that would change it; then the number in full."""
+    text = f"{value:f}"
+    return text if float(text) == value else repr(float(value))
 
 
 def write_trace(records: Iterable[TraceRecord], path: str | PathLike[str]) -> None:

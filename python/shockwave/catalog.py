@@ -22,6 +22,8 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
+from shockwave.throughputs import format_job_type
+
 #: Adaptation modes of the Shockwave trace format.
 AdaptationMode = Literal["static", "accordion", "gns"]
 ADAPTATION_MODES: tuple[AdaptationMode, ...] = ("static", "accordion", "gns")
@@ -229,7 +231,7 @@ class JobTemplate:
     @property
     def job_type(self) -> str:
         """The job type text, ``"Model (batch size B)"``."""
-        return f"{self.model} (batch size {self.batch_size})"
+        return format_job_type(self.model, self.batch_size)
 
     @property
     def launch(self) -> JobLaunch:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shockwave.catalog import ORIGINAL_JOB_TEMPLATES, JobTemplate
-from shockwave.throughputs import ThroughputTable
+from shockwave.throughputs import ThroughputTable, format_job_type
 from shockwave.traces import (
     GeneratorParameters,
     generate_records,
@@ -231,7 +231,7 @@ def test_the_logspace_grid_is_the_originals_construction() -> None:
 
 
 def test_templates_carry_the_canonical_traces_launch_fields() -> None:
-    by_type = {template.job_type: template for template in ORIGINAL_JOB_TEMPLATES}
+    by_type = {format_job_type(t.model, t.batch_size): t for t in ORIGINAL_JOB_TEMPLATES}
     seen = set()
     for line in CANONICAL_TRACE.read_text().splitlines():
         job_type, command, directory, steps_arg, needs_data = line.split("\t")[:5]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from shockwave.catalog import ORIGINAL_JOB_TEMPLATES
-from shockwave.throughputs import ThroughputTable
+from shockwave.throughputs import ThroughputTable, format_job_type
 from shockwave.traces import GeneratorParameters, TraceRecord, generate_records
 from shockwave.traces.generator_parameters import ARRIVAL_GPU_SECONDS
 
@@ -43,7 +43,7 @@ def sample() -> tuple[GeneratorParameters, list[TraceRecord]]:
 def test_templates_are_drawn_uniformly() -> None:
     _, records = sample()
     counts = Counter(record.job_type for record in records)
-    assert set(counts) == {template.job_type for template in ORIGINAL_JOB_TEMPLATES}
+    assert set(counts) == {format_job_type(t.model, t.batch_size) for t in ORIGINAL_JOB_TEMPLATES}
     for count in counts.values():
         assert_proportion(count, JOBS, 1 / 21)
 

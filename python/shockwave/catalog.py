@@ -22,8 +22,6 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
-from shockwave.throughputs import format_job_type
-
 #: Adaptation modes of the Shockwave trace format.
 AdaptationMode = Literal["static", "accordion", "gns"]
 ADAPTATION_MODES: tuple[AdaptationMode, ...] = ("static", "accordion", "gns")
@@ -227,11 +225,6 @@ class JobTemplate:
 
     model: str
     batch_size: int
-
-    @property
-    def job_type(self) -> str:
-        """The job type text, ``"Model (batch size B)"``."""
-        return format_job_type(self.model, self.batch_size)
 
     @property
     def launch(self) -> JobLaunch:

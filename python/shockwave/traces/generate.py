@@ -50,7 +50,7 @@ from shockwave.catalog import (
     gns_staircase,
     model_family,
 )
-from shockwave.throughputs import ThroughputTable
+from shockwave.throughputs import ThroughputTable, format_job_type
 from shockwave.traces.gavel_format import TraceRecord, record_to_job
 from shockwave.traces.generator_parameters import GeneratorParameterError, GeneratorParameters
 from shockwave.traces.native import write_native
@@ -191,6 +191,7 @@ def check_throughput_coverage(parameters: GeneratorParameters, table: Throughput
     )
     for template in p.templates:
         family = model_family(template.model)
+        job_type = format_job_type(template.model, template.batch_size)
         for gang in gangs if template.launch.distributed else [1]:
             needed = {template.batch_size}
             if accordion and template.model not in ACCORDION_NEVER_ADAPTS:
@@ -206,13 +207,13 @@ def check_throughput_coverage(parameters: GeneratorParameters, table: Throughput
                         "throughputs",
                         f"{table.source} has no positive throughput for "
                         f"('{template.model} (batch size {batch_size})', {gang}), which template "
-                        f"{template.job_type} on {gang} GPU(s) needs; drop the template "
+                        f"{job_type} on {gang} GPU(s) needs; drop the template "
                         "(--templates) or the gang size (--gang-size-mix), or use another table",
                     )
             if shortest * table.entries[(template.model, template.batch_size, gang)] < 1:
                 raise GeneratorParameterError(
                     "min_duration_hours",
-                    f"a {shortest} s job of {template.job_type} on {gang} GPU(s) runs no step",
+                    f"a {shortest} s job of {job_type} on {gang} GPU(s) runs no step",
                 )
 
 
@@ -226,7 +227,7 @@ def _draw(p: GeneratorParameters, table: ThroughputTable) -> list[TraceRecord]:
     mode_of = _Categorical.of(p.mode_mix, inclusive=False)
     mean_gap = p.effective_mean_interarrival
     templates = list(p.templates)
-    text = {t: (t.launch, t.job_type, t.command) for t in templates}
+    text = {t: (t.launch, format_job_type(t.model, t.batch_size), t.command) for t in templates}
 
     records: list[TraceRecord] = []
     arrival = 0.0

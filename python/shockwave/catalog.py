@@ -186,3 +186,98 @@ def gns_table() -> dict[tuple[str, int, int], GnsStaircase]:
 def gns_staircase(model: str, initial_batch_size: int, gang_size: int) -> GnsStaircase | None:
     """The GNS staircase of a job, or ``None`` if the original never adapts it."""
     return gns_table().get((model, initial_batch_size, gang_size))
+
+
+@dataclass(frozen=True)
+class JobLaunch:
+    """How the original's job table launches a model family: ``.trace`` fields 2 to 5.
+
+    None of these fields matters to a simulation; they are kept so that generated traces carry
+    the same text as the original's (``canonical_120jobs.trace`` shows every one of them).
+
+    Attributes:
+        command: launch command with ``{batch_size}`` to fill in and the original's ``%s``
+            placeholder for the data directory left as is.
+        working_directory: directory of the training script, relative to the workloads folder.
+        num_steps_arg: the script's option that takes the number of steps.
+        needs_data_dir: whether the command takes a data directory (``.trace`` field 5).
+        distributed: whether the original may give the model a gang of more than one GPU
+            (Recommendation is single-GPU only: its throughputs exist for gang size 1 alone).
+    """
+
+    command: str
+    working_directory: str
+    num_steps_arg: str
+    needs_data_dir: bool
+    distributed: bool
+
+
+#: Launch facts of the five model families, read off the original's traces and job table.
+JOB_LAUNCHES: dict[str, JobLaunch] = {
+    "ResNet-18": JobLaunch(
+        "python3 main.py --data_dir=%s/cifar10 --batch_size {batch_size}",
+        "image_classification/cifar10", "--num_steps", needs_data_dir=True, distributed=True,
+    ),
+    "ResNet-50": JobLaunch(
+        "python3 main.py -j 4 -a resnet50 -b {batch_size} %s/imagenet/",
+        "image_classification/imagenet", "--num_minibatches", needs_data_dir=True,
+        distributed=True,
+    ),
+    "Transformer": JobLaunch(
+        "python3 train.py -data %s/translation/multi30k.atok.low.pt -batch_size {batch_size}"
+        " -proj_share_weight",
+        "translation", "-step", needs_data_dir=True, distributed=True,
+    ),
+    "LM": JobLaunch(
+        "python3 main.py --cuda --data %s/wikitext2 --batch_size {batch_size}",
+        "language_modeling", "--steps", needs_data_dir=True, distributed=True,
+    ),
+    "Recommendation": JobLaunch(
+        "python3 train.py --data_dir %s/ml-20m/pro_sg/ --batch_size {batch_size}",
+        "recommendation", "-n", needs_data_dir=True, distributed=False,
+    ),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class JobTemplate:
+    """One entry of the trace generator's job table: a model at an initial batch size.
+
+    Attributes:
+        model: one of :data:`MODEL_FAMILIES`.
+        batch_size: the initial batch size (samples per iteration).
+    """
+
+    model: str
+    batch_size: int
+
+    @property
+    def launch(self) -> JobLaunch:
+        """The model family's launch facts; raises ``KeyError`` naming an unknown model."""
+        try:
+            return JOB_LAUNCHES[self.model]
+        except KeyError:
+            known = ", ".join(sorted(JOB_LAUNCHES))
+            raise KeyError(f"unknown model {self.model!r} (known: {known})") from None
+
+    @property
+    def command(self) -> str:
+        """The launch command at this batch size (the data directory left as ``%s``)."""
+        return self.launch.command.format(batch_size=self.batch_size)
+
+
+#: The original generator's 21 job templates, **in the order of its job table** (the generator
+#: draws an index into this tuple, so the order is part of reproducing its traces): ResNet-18 at
+#: 32-256, ResNet-50 at 16-64, Transformer at 16-128 (256 runs out of memory on a 16 GB V100),
+#: LM at 5-80, Recommendation at 512-8192. Each is drawn with probability 1/21.
+ORIGINAL_JOB_TEMPLATES: tuple[JobTemplate, ...] = tuple(
+    JobTemplate(model, batch_size)
+    for model, batch_sizes in (
+        ("ResNet-18", (32, 64, 128, 256)),
+        ("ResNet-50", (16, 32, 64)),
+        ("Transformer", (16, 32, 64, 128)),
+        ("LM", (5, 10, 20, 40, 80)),
+        ("Recommendation", (512, 1024, 2048, 4096, 8192)),
+    )
+    for batch_size in batch_sizes
+)

@@ -3,7 +3,9 @@
 * :func:`load_workload` reads either kind, by file name: ``*.jsonl`` is native, anything else is a
   ``.trace`` and needs a throughput table;
 * :func:`convert_trace` turns a ``.trace`` plus a throughput file into a native file;
-* :func:`summarize` computes what ``shockwave trace inspect`` prints.
+* :func:`summarize` computes what ``shockwave trace inspect`` prints;
+* :func:`generate_workload` draws a synthetic trace (:class:`GeneratorParameters`), as the
+  original's generator does; :func:`write_generated` writes one as ``.jsonl`` or ``.trace``.
 """
 
 from __future__ import annotations
@@ -19,22 +21,31 @@ from shockwave.traces.gavel_format import (
     parse_trace_lines,
     read_gavel_trace,
 )
+from shockwave.traces.generate import generate_records, generate_workload, write_generated
+from shockwave.traces.generator_parameters import GeneratorParameterError, GeneratorParameters
 from shockwave.traces.native import FORMAT_VERSION, read_native, write_native
 from shockwave.traces.summary import WorkloadSummary, summarize
+from shockwave.traces.trace_writer import write_trace
 from shockwave.workload import Workload
 
 __all__ = [
     "FORMAT_VERSION",
+    "GeneratorParameterError",
+    "GeneratorParameters",
     "TraceRecord",
     "WorkloadSummary",
     "convert_trace",
+    "generate_records",
+    "generate_workload",
     "load_throughputs",
     "load_workload",
     "parse_trace_lines",
     "read_gavel_trace",
     "read_native",
     "summarize",
+    "write_generated",
     "write_native",
+    "write_trace",
 ]
 
 

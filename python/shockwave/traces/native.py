@@ -38,10 +38,12 @@ written with Python's shortest round-trip representation, so write-then-read is 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.throughputs import ThroughputTable
@@ -56,6 +58,10 @@ _OPTIONAL = ("dataset", "mode", "weight", "total_steps", "samples_per_epoch", "t
 
 def job_to_record(job: Job) -> dict[str, Any]:
     """The JSON object of one job line."""
+    return _record(job, job.batch_sizes.tolist(), job.epoch_seconds.tolist())
+
+
+def _record(job: Job, batch_sizes: Any, epoch_seconds: Any) -> dict[str, Any]:
     record: dict[str, Any] = {
         "id": int(job.job_id),
         "arrival_time": float(job.arrival_time),
@@ -64,8 +70,8 @@ def job_to_record(job: Job) -> dict[str, Any]:
         "dataset": job.dataset,
         "mode": job.mode,
         "epochs": job.num_epochs,
-        "batch_sizes": job.batch_sizes.tolist(),
-        "epoch_seconds": job.epoch_seconds.tolist(),
+        "batch_sizes": batch_sizes,
+        "epoch_seconds": epoch_seconds,
         "weight": float(job.weight),
     }
     for key in ("total_steps", "samples_per_epoch"):
@@ -88,14 +94,38 @@ def write_native(workload: Workload, path: str | PathLike[str]) -> None:
     if workload.throughputs is not None:
         header["throughputs"] = workload.throughputs.to_dict()
     with Path(path).open("w", encoding="utf-8") as out:
-        for obj in _lines(header, (job_to_record(job) for job in workload)):
-            out.write(obj)
+        out.write(json.dumps(header, allow_nan=False) + "\n")
+        for job in workload:
+            out.write(_job_line(job))
 
 
-def _lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterable[str]:
-    yield json.dumps(header, allow_nan=False) + "\n"
-    for record in records:
-        yield json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n"
+_PROFILE_PLACEHOLDER = '"batch_sizes":null,"epoch_seconds":null'
+
+
+def _job_line(job: Job) -> str:
+    """``json.dumps(job_to_record(job), separators=(",", ":"))`` and a newline, byte for byte.
+
+    Built faster than that: profiles are piecewise constant, often thousands of epochs long, so
+    each run of equal values is formatted once (``repr``, as ``json`` formats numbers).
+    """
+    text = json.dumps(_record(job, None, None), allow_nan=False, separators=(",", ":"))
+    profile = (
+        f'"batch_sizes":{_array_text(job.batch_sizes)},'
+        f'"epoch_seconds":{_array_text(job.epoch_seconds)}'
+    )
+    return text.replace(_PROFILE_PLACEHOLDER, profile, 1) + "\n"
+
+
+def _array_text(values: npt.NDArray[Any]) -> str:
+    """The JSON array of a 1-D numeric array (finite values), formatting each run once."""
+    starts = (np.flatnonzero(values[1:] != values[:-1]) + 1).tolist()
+    bounds = [0, *starts, int(values.size)]
+    firsts = values[bounds[:-1]].tolist() if values.size else []
+    runs = (
+        ",".join([repr(value)] * (stop - start))
+        for value, start, stop in zip(firsts, bounds[:-1], bounds[1:], strict=False)
+    )
+    return "[" + ",".join(runs) + "]"
 
 
 def read_native(path: str | PathLike[str]) -> Workload:

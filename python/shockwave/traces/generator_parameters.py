@@ -1,0 +1,413 @@
+"""Parameters of the synthetic trace generator, with the original's values as defaults.
+
+Every field of :class:`GeneratorParameters` is also an option of ``shockwave trace generate``,
+spelt the same with dashes (``mean_interarrival`` is ``--mean-interarrival``); an invalid value
+raises :class:`GeneratorParameterError`, a ``ValueError`` that names both spellings.
+
+Defaults are the values behind the original's shipped traces (Shockwave artifact,
+github.com/uw-mad-dash/shockwave, ``scheduler/scripts/utils/generate_trace.py`` run with
+``-a 0.2 -b 5 -n 100 -m -d --mode-mix 0,0.5,0.5 --scale-factor-mix 0.6,0.3,0.09,0.01``). Two
+defaults depend on the cluster size, so that a trace for ``G`` GPUs looks like the original's
+traces at their sizes:
+
+* the mean inter-arrival time is ``ARRIVAL_GPU_SECONDS / G`` (:func:`default_mean_interarrival`);
+* the throughput table is TACC up to 32 GPUs and WISR above (:func:`default_throughputs`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from os import PathLike
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from shockwave.catalog import MODEL_FAMILIES, ORIGINAL_JOB_TEMPLATES, JobTemplate
+from shockwave.errors import TraceError
+from shockwave.throughputs import ThroughputTable
+from shockwave.traces.gavel_format import load_throughputs
+
+#: Mean inter-arrival time x GPUs (GPU-seconds) of the original's traces: 40 s on 32 GPUs
+#: (120 jobs), 10 s on 128 (460 jobs), 5 s on 256 (900 jobs) all give 1280; only the 220-job
+#: 64-GPU trace differs (25 s, 1600). Keeping it fixed keeps the arrival rate per GPU, hence the
+#: contention (jobs per GPU over the arrival span), of those traces.
+ARRIVAL_GPU_SECONDS = 1280.0
+
+#: Largest cluster (GPUs) for which the default throughput table is TACC: the original simulated
+#: 32 GPUs with TACC throughputs and 64, 128 and 256 GPUs with WISR throughputs.
+TACC_MAX_GPUS = 32
+
+#: How the duration grid is spaced between the minimum and maximum duration.
+DurationGrid = Literal["linear", "geometric", "logspace"]
+DURATION_GRIDS: tuple[DurationGrid, ...] = ("linear", "geometric", "logspace")
+
+#: Largest seed: numpy's legacy generator takes seeds below 2**32.
+MAX_SEED = 2**32 - 1
+
+#: How far a probability mix may sum from 1 (the original's tolerance); the last entry takes the
+#: remainder.
+MIX_TOLERANCE = 1e-3
+
+
+class GeneratorParameterError(ValueError):
+    """A generator parameter is invalid.
+
+    Attributes:
+        parameter: the field of :class:`GeneratorParameters` (the CLI option is the same name with
+            dashes).
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, parameter: str, reason: str) -> None:
+        self.parameter = parameter
+        self.reason = reason
+        super().__init__(f"{option_name(parameter)} ({parameter}): {reason}")
+
+
+def option_name(parameter: str) -> str:
+    """The command-line option of a parameter: ``mean_interarrival`` -> ``--mean-interarrival``."""
+    return "--" + parameter.replace("_", "-")
+
+
+def default_mean_interarrival(gpus: int) -> float:
+    """Mean inter-arrival time (seconds) that keeps the original traces' contention on ``gpus``.
+
+    ``ARRIVAL_GPU_SECONDS / gpus``: 40 s on 32 GPUs (the canonical trace), 5 s on 256.
+    """
+    return ARRIVAL_GPU_SECONDS / gpus
+
+
+def default_throughputs(gpus: int) -> str:
+    """The bundled throughput table for a cluster of ``gpus`` GPUs: ``"tacc"`` or ``"wisr"``."""
+    return "tacc" if gpus <= TACC_MAX_GPUS else "wisr"
+
+
+@dataclass(frozen=True)
+class GeneratorParameters:
+    """Everything that determines a generated trace; the same parameters give the same bytes.
+
+    Attributes:
+        jobs: number of jobs.
+        gpus: GPUs of the cluster the trace is meant for. It sets the defaults of
+            ``mean_interarrival`` and ``throughputs``, and no gang may be larger.
+        seed: seeds the six random streams (0 <= seed < 2**32).
+        mean_interarrival: mean of the exponential inter-arrival times (Poisson arrivals),
+            seconds; 0 makes every job arrive at 0. ``None``: :func:`default_mean_interarrival`.
+        min_duration_hours, max_duration_hours: ends of the grid of nominal job durations, hours
+            (each job's duration alone on its gang, before adaptation).
+        duration_grid_points: points of the duration grid.
+        duration_grid: ``"linear"`` (the original's shipped traces), ``"geometric"`` (constant
+            ratio between neighbours) or ``"logspace"`` (the original's ``--duration_logspace``:
+            ``min + (max - min) * b**k / b**n`` for ``k = 0`` and ``n - 1`` exponents ``k``
+            evenly spaced over ``[1, n]``, rounded to 0.01 h).
+        duration_log_base: the base ``b`` of the ``"logspace"`` grid, > 1.
+        duration_bucket_edges: where the duration buckets end, as fractions of the grid points
+            (increasing, in (0, 1)); bucket ``k`` holds grid indices
+            ``[round(n * edge[k-1]), round(n * edge[k]))``.
+        duration_bucket_mix: probability of each bucket (one more than the edges): small,
+            medium, large and extra-large jobs by default. A job takes a uniformly drawn grid
+            point of its bucket.
+        gang_sizes: possible gang sizes, GPUs.
+        gang_size_mix: probability of each gang size, for models that can be distributed
+            (Recommendation jobs always take 1 GPU). ``1,0,0,0`` is the original without ``-m``.
+        mode_mix: probabilities of the adaptation modes static, accordion and gns.
+            ``1,0,0`` is the original without ``-d``.
+        accordion_min_seconds: an Accordion job shorter than this (nominal duration, seconds) is
+            relabelled static, as the original does; 0 disables the relabelling.
+        templates: the job table, drawn uniformly (list a template twice to double its
+            weight): :class:`~shockwave.catalog.JobTemplate` entries or ``(model, batch_size)``
+            pairs. The order matters for reproducing a trace.
+        throughputs: the throughput table that turns durations into steps and builds the
+            profiles: a :class:`~shockwave.throughputs.ThroughputTable`, ``"tacc"``, ``"wisr"``,
+            or a throughput JSON file. ``None``: :func:`default_throughputs`.
+        high_priority_fraction: share of jobs given ``high_priority_weight`` (the original's
+            ``--generate-multi-priority-jobs`` is 0.2 with weight 5); 0 draws no priorities.
+        high_priority_weight: priority weight of those jobs, > 0.
+    """
+
+    jobs: int
+    gpus: int
+    seed: int = 0
+    mean_interarrival: float | None = None
+    min_duration_hours: float = 0.2
+    max_duration_hours: float = 5.0
+    duration_grid_points: int = 100
+    duration_grid: DurationGrid = "linear"
+    duration_log_base: float = 1.5
+    duration_bucket_edges: tuple[float, ...] = (0.2, 0.5, 0.9)
+    duration_bucket_mix: tuple[float, ...] = (0.72, 0.2, 0.05, 0.03)
+    gang_sizes: tuple[int, ...] = (1, 2, 4, 8)
+    gang_size_mix: tuple[float, ...] = (0.6, 0.3, 0.09, 0.01)
+    mode_mix: tuple[float, float, float] = (0.0, 0.5, 0.5)
+    accordion_min_seconds: float = 1000.0
+    templates: tuple[JobTemplate, ...] = ORIGINAL_JOB_TEMPLATES
+    throughputs: ThroughputTable | str | PathLike[str] | None = None
+    high_priority_fraction: float = 0.0
+    high_priority_weight: float = 5.0
+
+    def __post_init__(self) -> None:
+        for name in (
+            "duration_bucket_edges", "duration_bucket_mix", "gang_sizes", "gang_size_mix",
+            "mode_mix", "templates",
+        ):  # fmt: skip
+            value = getattr(self, name)
+            if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+                raise GeneratorParameterError(name, f"must be a sequence, got {value!r}")
+            object.__setattr__(self, name, tuple(value))
+        object.__setattr__(self, "templates", tuple(map(_as_template, self.templates)))
+        _check_parameters(self)
+        # numpy integers are valid input, but random.Random takes only Python ints as seeds
+        for name in ("jobs", "gpus", "seed", "duration_grid_points"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        object.__setattr__(self, "gang_sizes", tuple(int(w) for w in self.gang_sizes))
+
+    @property
+    def effective_mean_interarrival(self) -> float:
+        """The mean inter-arrival time in use, seconds (the default if none was given)."""
+        if self.mean_interarrival is None:
+            return default_mean_interarrival(self.gpus)
+        return float(self.mean_interarrival)
+
+    @property
+    def throughputs_label(self) -> str:
+        """A short description of the throughput table in use (a name or a path)."""
+        spec = self.throughputs if self.throughputs is not None else default_throughputs(self.gpus)
+        return spec.source if isinstance(spec, ThroughputTable) else str(spec)
+
+    def throughput_table(self) -> ThroughputTable:
+        """The throughput table in use (reads a file or a bundled table).
+
+        Raises:
+            GeneratorParameterError: naming ``throughputs`` if the table cannot be read.
+        """
+        spec = self.throughputs if self.throughputs is not None else default_throughputs(self.gpus)
+        try:
+            return load_throughputs(spec)
+        except TraceError as exc:
+            raise GeneratorParameterError("throughputs", str(exc)) from None
+
+    def duration_grid_hours(self) -> npt.NDArray[np.float64]:
+        """The grid of nominal durations, hours, ascending (``duration_grid_points`` values)."""
+        low, high, n = self.min_duration_hours, self.max_duration_hours, self.duration_grid_points
+        grid: npt.NDArray[np.float64]
+        if self.duration_grid == "linear":
+            grid = np.linspace(low, high, n)
+        elif self.duration_grid == "geometric":
+            grid = np.geomspace(low, high, n)
+        else:
+            exponents = self.duration_log_base ** np.linspace(1, n, n - 1)
+            scaled = np.insert(exponents, 0, 0.0) / exponents.max()
+            grid = np.round(scaled * (high - low) + low, 2)
+        return grid
+
+    def duration_buckets(self) -> list[tuple[int, int]]:
+        """Grid index ranges ``[start, stop)`` of the duration buckets, in bucket order."""
+        n = self.duration_grid_points
+        bounds = [0, *(round(n * edge) for edge in self.duration_bucket_edges), n]
+        return list(itertools.pairwise(bounds))
+
+    def command_line(self) -> str:
+        """The ``shockwave trace generate`` options that regenerate this trace (for headers).
+
+        Options left at their defaults are omitted; a throughput table given as an object is
+        named by its source.
+        """
+        parts = [
+            f"shockwave trace generate --jobs {self.jobs} --gpus {self.gpus} --seed {self.seed}"
+        ]
+        for name, default in PARAMETER_DEFAULTS.items():
+            value = getattr(self, name)
+            if name == "seed" or value == default:
+                continue
+            if name == "templates":
+                text = format_templates(value)
+            elif name == "throughputs":
+                text = self.throughputs_label
+            elif isinstance(value, tuple):
+                text = ",".join(map(_number_text, value))
+            else:
+                text = _number_text(value) if isinstance(value, (int, float)) else str(value)
+            parts.append(f"{option_name(name)} {shlex.quote(text)}")
+        return " ".join(parts)
+
+
+#: Default of every optional parameter, by field name (``jobs`` and ``gpus`` have none).
+PARAMETER_DEFAULTS: dict[str, Any] = {
+    name: spec.default
+    for name, spec in GeneratorParameters.__dataclass_fields__.items()
+    if name not in ("jobs", "gpus")
+}
+
+
+def _number_text(value: float) -> str:
+    """Short text of a number that reads back as the same value (``0.6``, ``1000``)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
+
+
+def format_templates(templates: Sequence[JobTemplate]) -> str:
+    """``MODEL:BS,BS;MODEL:BS`` text of a template list (the ``--templates`` syntax, joined)."""
+    groups: list[tuple[str, list[int]]] = []
+    for template in templates:
+        if groups and groups[-1][0] == template.model:
+            groups[-1][1].append(template.batch_size)
+        else:
+            groups.append((template.model, [template.batch_size]))
+    return ";".join(f"{model}:{','.join(map(str, sizes))}" for model, sizes in groups)
+
+
+def parse_templates(groups: Sequence[str]) -> tuple[JobTemplate, ...]:
+    """Parse ``--templates`` values: ``MODEL:BS[,BS...]`` groups, ``;``-separated or one per
+    value, taken in the order given (the text :func:`format_templates` writes parses back).
+
+    Raises:
+        GeneratorParameterError: naming ``templates`` for malformed text.
+    """
+    templates: list[JobTemplate] = []
+    for group in (part for value in groups for part in value.split(";")):
+        model, colon, sizes = group.partition(":")
+        if not colon or not model.strip() or not sizes.strip():
+            raise GeneratorParameterError(
+                "templates", f"expected MODEL:BS[,BS...] (e.g. 'LM:5,10'), got {group!r}"
+            )
+        for text in sizes.split(","):
+            try:
+                batch_size = int(text)
+            except ValueError:
+                raise GeneratorParameterError(
+                    "templates", f"batch size {text.strip()!r} in {group!r} is not an integer"
+                ) from None
+            templates.append(JobTemplate(model.strip(), batch_size))
+    return tuple(templates)
+
+
+def parse_numbers(parameter: str, text: str) -> tuple[float, ...]:
+    """Parse a comma-separated list of numbers (``0.6,0.3,0.09,0.01``) for ``parameter``."""
+    try:
+        return tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise GeneratorParameterError(
+            parameter, f"expected comma-separated numbers, got {text!r}"
+        ) from None
+
+
+def _as_template(entry: object) -> JobTemplate:
+    """A template, or a ``(model, batch_size)`` pair made into one."""
+    if isinstance(entry, JobTemplate):
+        return entry
+    if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str):
+        return JobTemplate(entry[0], entry[1])
+    raise GeneratorParameterError(
+        "templates", f"entries must be JobTemplate or (model, batch_size), got {entry!r}"
+    )
+
+
+def _check_parameters(p: GeneratorParameters) -> None:
+    """Raise :class:`GeneratorParameterError` for the first invalid field."""
+    _check_int("jobs", p.jobs, low=1)
+    _check_int("gpus", p.gpus, low=1)
+    _check_int("seed", p.seed, low=0, high=MAX_SEED)
+    if p.mean_interarrival is not None:
+        _check_real("mean_interarrival", p.mean_interarrival, low=0.0)
+    _check_real("min_duration_hours", p.min_duration_hours, low=0.0, strict=True)
+    _check_real("max_duration_hours", p.max_duration_hours, low=p.min_duration_hours)
+    _check_int("duration_grid_points", p.duration_grid_points, low=1)
+    if p.duration_grid not in DURATION_GRIDS:
+        raise GeneratorParameterError(
+            "duration_grid", f"must be one of {DURATION_GRIDS}, got {p.duration_grid!r}"
+        )
+    _check_real("duration_log_base", p.duration_log_base, low=1.0, strict=True)
+    if p.duration_grid == "logspace" and p.duration_grid_points < 2:
+        raise GeneratorParameterError(
+            "duration_grid_points", "a logspace grid needs at least 2 points"
+        )
+    if round(3600 * p.min_duration_hours) < 1:
+        raise GeneratorParameterError(
+            "min_duration_hours", f"must be at least 1 second, got {p.min_duration_hours!r} h"
+        )
+
+    edges = p.duration_bucket_edges
+    for edge in edges:
+        _check_real("duration_bucket_edges", edge, low=0.0, strict=True)
+    if any(edge >= 1 for edge in edges) or any(b <= a for a, b in itertools.pairwise(edges)):
+        raise GeneratorParameterError(
+            "duration_bucket_edges", f"must increase strictly within (0, 1), got {list(edges)}"
+        )
+    _check_mix("duration_bucket_mix", p.duration_bucket_mix, len(edges) + 1, "buckets")
+    for index, (start, stop) in enumerate(p.duration_buckets()):
+        if p.duration_bucket_mix[index] > 0 and stop <= start:
+            raise GeneratorParameterError(
+                "duration_grid_points",
+                f"duration bucket {index} (grid indices [{start}, {stop})) is empty but has "
+                f"probability {p.duration_bucket_mix[index]:g}: use more grid points",
+            )
+
+    if not p.templates:
+        raise GeneratorParameterError("templates", "must list at least one template")
+    for template in p.templates:
+        if template.model not in MODEL_FAMILIES:
+            known = ", ".join(sorted(MODEL_FAMILIES))
+            raise GeneratorParameterError(
+                "templates", f"unknown model {template.model!r} (known: {known})"
+            )
+        _check_int("templates", template.batch_size, low=1)
+
+    if not p.gang_sizes:
+        raise GeneratorParameterError("gang_sizes", "must list at least one gang size")
+    for size in p.gang_sizes:
+        _check_int("gang_sizes", size, low=1)
+    if len(set(p.gang_sizes)) != len(p.gang_sizes):
+        raise GeneratorParameterError("gang_sizes", f"repeats a size: {list(p.gang_sizes)}")
+    _check_mix("gang_size_mix", p.gang_size_mix, len(p.gang_sizes), "gang sizes")
+    drawn = [w for w, q in zip(p.gang_sizes, p.gang_size_mix, strict=True) if q > 0]
+    too_big = [w for w in drawn if w > p.gpus]
+    if too_big and any(template.launch.distributed for template in p.templates):
+        raise GeneratorParameterError(
+            "gpus",
+            f"gang size {max(too_big)} has a positive probability but the cluster has only "
+            f"{p.gpus} GPUs (change --gang-size-mix)",
+        )
+
+    _check_mix("mode_mix", p.mode_mix, 3, "modes (static, accordion, gns)")
+    _check_real("accordion_min_seconds", p.accordion_min_seconds, low=0.0)
+
+    _check_real("high_priority_fraction", p.high_priority_fraction, low=0.0)
+    if p.high_priority_fraction > 1:
+        raise GeneratorParameterError(
+            "high_priority_fraction", f"must be <= 1, got {p.high_priority_fraction!r}"
+        )
+    _check_real("high_priority_weight", p.high_priority_weight, low=0.0, strict=True)
+
+
+def _check_int(name: str, value: object, *, low: int, high: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise GeneratorParameterError(name, f"must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise GeneratorParameterError(name, f"must be {bound}, got {value}")
+
+
+def _check_real(name: str, value: object, *, low: float, strict: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise GeneratorParameterError(name, f"must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise GeneratorParameterError(name, f"must be finite, got {value!r}")
+    if value < low or (strict and value == low):
+        relation = ">" if strict else ">="
+        raise GeneratorParameterError(name, f"must be {relation} {low:g}, got {value!r}")
+
+
+def _check_mix(name: str, mix: tuple[float, ...], length: int, what: str) -> None:
+    if len(mix) != length:
+        raise GeneratorParameterError(
+            name, f"needs {length} probabilities (one per {what}), got {len(mix)}"
+        )
+    for value in mix:
+        _check_real(name, value, low=0.0)
+    if abs(sum(mix) - 1.0) > MIX_TOLERANCE:
+        raise GeneratorParameterError(name, f"must sum to 1, got {sum(mix):g} ({list(mix)})")

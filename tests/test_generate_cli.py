@@ -1,0 +1,99 @@
+"""``shockwave trace generate``: mirrors the Python API, refuses bad options by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shockwave.catalog import JobTemplate
+from shockwave.cli import main
+from shockwave.traces import GeneratorParameters, load_workload, write_generated
+from shockwave.traces.generator_parameters import option_name
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+CANONICAL_TRACE = TRACES / "canonical_120jobs.trace"
+
+
+def test_the_canonical_command_line_reproduces_the_canonical_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "canonical.trace"
+    argv = ["trace", "generate", "--jobs", "120", "--gpus", "32", "--seed", "25", "-o", str(out)]
+    assert main([*argv, "--mean-interarrival", "40", "--mode-mix", "0,0.5,0.5"]) == 0
+    assert out.read_bytes() == CANONICAL_TRACE.read_bytes()
+    assert "wrote 120 jobs" in capsys.readouterr().out
+
+
+def test_options_give_the_same_file_as_the_api(tmp_path: Path) -> None:
+    cli_out, api_out = tmp_path / "cli.jsonl", tmp_path / "api.jsonl"
+    argv = [
+        "trace", "generate", "--jobs", "80", "--gpus", "16", "--seed", "9",
+        "--mean-interarrival", "12.5", "--min-duration-hours", "0.5", "--max-duration-hours", "3",
+        "--duration-grid-points", "40", "--duration-grid", "geometric",
+        "--duration-bucket-edges", "0.5", "--duration-bucket-mix", "0.9,0.1",
+        "--gang-sizes", "1,2,4", "--gang-size-mix", "0.5,0.25,0.25", "--mode-mix", "0.2,0.4,0.4",
+        "--accordion-min-seconds", "1800", "--templates", "LM:5,10", "--templates", "ResNet-18:32",
+        "--throughputs", "wisr", "--high-priority-fraction", "0.1", "--high-priority-weight", "3",
+        "-o", str(cli_out),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    parameters = GeneratorParameters(
+        jobs=80,
+        gpus=16,
+        seed=9,
+        mean_interarrival=12.5,
+        min_duration_hours=0.5,
+        max_duration_hours=3.0,
+        duration_grid_points=40,
+        duration_grid="geometric",
+        duration_bucket_edges=(0.5,),
+        duration_bucket_mix=(0.9, 0.1),
+        gang_sizes=(1, 2, 4),
+        gang_size_mix=(0.5, 0.25, 0.25),
+        mode_mix=(0.2, 0.4, 0.4),
+        accordion_min_seconds=1800.0,
+        templates=(JobTemplate("LM", 5), JobTemplate("LM", 10), JobTemplate("ResNet-18", 32)),
+        throughputs="wisr",
+        high_priority_fraction=0.1,
+        high_priority_weight=3.0,
+    )
+    write_generated(parameters, api_out)
+    assert cli_out.read_bytes() == api_out.read_bytes()
+    workload = load_workload(cli_out)
+    assert len(workload) == 80
+    assert workload.source == parameters.command_line()
+
+
+def test_every_parameter_has_its_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["trace", "generate", "--help"])
+    help_text = capsys.readouterr().out
+    for name in GeneratorParameters.__dataclass_fields__:
+        assert option_name(name) in help_text, name
+
+
+@pytest.mark.parametrize(
+    ("options", "option"),
+    [
+        (["--jobs", "0"], "--jobs"),
+        (["--gpus", "4"], "--gpus"),
+        (["--seed", "-3"], "--seed"),
+        (["--mean-interarrival", "-5"], "--mean-interarrival"),
+        (["--mode-mix", "0.5,0.6,0"], "--mode-mix"),
+        (["--mode-mix", "a,b,c"], "--mode-mix"),
+        (["--gang-sizes", "1,2.5,4,8"], "--gang-sizes"),
+        (["--gang-size-mix", "1,0,0"], "--gang-size-mix"),
+        (["--duration-bucket-edges", "0.9,0.5,0.2"], "--duration-bucket-edges"),
+        (["--templates", "LM"], "--templates"),
+        (["--templates", "Bert:8"], "--templates"),
+        (["--throughputs", "nowhere.json"], "--throughputs"),
+        (["-o", "out.csv"], "--output"),
+    ],
+)
+def test_bad_options_fail_with_a_message_naming_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], option: str
+) -> None:
+    argv = ["trace", "generate", "--jobs", "5", "--gpus", "32", "-o", str(tmp_path / "x.trace")]
+    assert main([*argv, *options]) == 2
+    assert option in capsys.readouterr().err

@@ -22,8 +22,17 @@ finite_positive = st.floats(min_value=1e-6, max_value=1e9, allow_nan=False, allo
 
 
 @st.composite
+def piecewise_constant(draw: st.DrawFn, values: st.SearchStrategy[Any], epochs: int) -> list[Any]:
+    """Per-epoch values in runs (as profiles are), so both encodings get exercised."""
+    out: list[Any] = []
+    while len(out) < epochs:
+        out += [draw(values)] * draw(st.integers(1, epochs - len(out)))
+    return out
+
+
+@st.composite
 def jobs(draw: st.DrawFn, job_id: int) -> Job:
-    epochs = draw(st.integers(min_value=1, max_value=30))
+    epochs = draw(st.integers(min_value=1, max_value=60))
     optional_int = st.one_of(st.none(), st.integers(min_value=1, max_value=10**12))
     return Job(
         job_id=job_id,
@@ -32,8 +41,8 @@ def jobs(draw: st.DrawFn, job_id: int) -> Job:
         model=draw(st.text(min_size=1, max_size=12)),
         dataset=draw(st.text(max_size=12)),
         mode=draw(st.sampled_from(["static", "accordion", "gns"])),
-        batch_sizes=draw(st.lists(st.integers(1, 2**40), min_size=epochs, max_size=epochs)),
-        epoch_seconds=draw(st.lists(finite_positive, min_size=epochs, max_size=epochs)),
+        batch_sizes=draw(piecewise_constant(st.integers(1, 2**40), epochs)),
+        epoch_seconds=draw(piecewise_constant(finite_positive, epochs)),
         weight=draw(finite_positive),
         total_steps=draw(optional_int),
         samples_per_epoch=draw(optional_int),
@@ -89,6 +98,25 @@ JOB = {
 }
 
 
+def test_long_profiles_are_written_as_runs(tmp_path: Path) -> None:
+    out = tmp_path / "canonical.jsonl"
+    converted = convert_trace(CANONICAL_TRACE, TACC, out)
+    longest = max(converted, key=lambda job: job.num_epochs)
+    line = json.loads(out.read_text().splitlines()[1 + longest.job_id])
+    assert line["epochs"] == longest.num_epochs == 8583
+    runs = line["batch_sizes"]["runs"]
+    assert sum(count for _, count in runs) == 8583
+    assert out.stat().st_size < 200_000  # per-epoch lists would take about 3 MB
+
+
+def test_hand_written_runs_and_lists_mix(tmp_path: Path) -> None:
+    job = {**JOB, "epochs": 5, "batch_sizes": {"runs": [[32, 2], [64, 3]]},
+           "epoch_seconds": [1.0, 1.0, 0.5, 0.5, 0.5]}  # fmt: skip
+    (read,) = read_native(write_lines(tmp_path, HEADER, job))
+    assert read.batch_sizes.tolist() == [32, 32, 64, 64, 64]
+    assert read.exclusive_seconds == 3.5
+
+
 def test_minimal_job_uses_defaults(tmp_path: Path) -> None:
     (job,) = read_native(write_lines(tmp_path, HEADER, JOB))
     assert job.mode == "static" and job.weight == 1.0 and job.dataset == ""
@@ -116,6 +144,29 @@ def test_minimal_job_uses_defaults(tmp_path: Path) -> None:
             "integer >= 1",
         ),
         (HEADER, {**JOB, "batch_sizes": [32, 1.5]}, 2, "batch_sizes", "entries must be integers"),
+        (
+            HEADER,
+            {**JOB, "batch_sizes": {"runs": [[32, 1], [64, 2]]}},
+            2,
+            "batch_sizes",
+            "has 3 entries but 'epochs' is 2",
+        ),
+        (
+            HEADER,
+            {**JOB, "batch_sizes": {"runs": [[32, 0], [64, 2]]}},
+            2,
+            "batch_sizes",
+            "counts must be integers >= 1",
+        ),
+        (HEADER, {**JOB, "batch_sizes": {"runs": [[32, 1, 1]]}}, 2, "batch_sizes", "pair"),
+        (HEADER, {**JOB, "batch_sizes": {"rle": []}}, 2, "batch_sizes", "must be a list or"),
+        (
+            HEADER,
+            {**JOB, "batch_sizes": {"runs": [[32.5, 2]]}},
+            2,
+            "batch_sizes",
+            "entries must be integers",
+        ),
         (HEADER, {**JOB, "batch_sizes": [32, 0]}, 2, "batch_sizes", "must be >= 1"),
         (HEADER, {**JOB, "epoch_seconds": [1.0, 0.0]}, 2, "epoch_seconds", "finite and > 0"),
         (HEADER, {**JOB, "epoch_seconds": [1.0, "x"]}, 2, "epoch_seconds", "must be numbers"),

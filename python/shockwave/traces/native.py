@@ -23,13 +23,17 @@ Schema, version 1 (``.jsonl``, UTF-8, one JSON object per line):
   ``dataset``           no        dataset label (default ``""``)
   ``mode``              no        ``static`` (default), ``accordion`` or ``gns``
   ``epochs``            yes       number of epochs E >= 1
-  ``batch_sizes``       yes       E integers >= 1, the batch size of every epoch
-  ``epoch_seconds``     yes       E numbers > 0, every epoch's duration alone on the gang (s)
+  ``batch_sizes``       yes       E integers >= 1, the batch size of every epoch (*)
+  ``epoch_seconds``     yes       E numbers > 0, every epoch's duration alone on the gang (s) (*)
   ``weight``            no        priority weight > 0 (default 1)
   ``total_steps``       no        iterations at the initial batch size (``gavel`` mechanics)
   ``samples_per_epoch`` no        samples per epoch (``gavel`` mechanics)
   ``trace_duration``    no        nominal exclusive runtime from a ``.trace`` (s), informational
   ====================  ========  =========================================================
+
+(*) A per-epoch array is either a plain list of E values or, run-length encoded,
+``{"runs": [[value, count], ...]}`` with counts summing to E (the writer uses whichever is
+shorter; readers accept both).
 
 Unknown keys are errors (a misspelt optional key must not be silently ignored). Floats are
 written with Python's shortest round-trip representation, so write-then-read is the identity.
@@ -57,11 +61,7 @@ _OPTIONAL = ("dataset", "mode", "weight", "total_steps", "samples_per_epoch", "t
 
 
 def job_to_record(job: Job) -> dict[str, Any]:
-    """The JSON object of one job line."""
-    return _record(job, job.batch_sizes.tolist(), job.epoch_seconds.tolist())
-
-
-def _record(job: Job, batch_sizes: Any, epoch_seconds: Any) -> dict[str, Any]:
+    """The JSON object of one job line (per-epoch arrays run-length encoded when shorter)."""
     record: dict[str, Any] = {
         "id": int(job.job_id),
         "arrival_time": float(job.arrival_time),
@@ -70,8 +70,8 @@ def _record(job: Job, batch_sizes: Any, epoch_seconds: Any) -> dict[str, Any]:
         "dataset": job.dataset,
         "mode": job.mode,
         "epochs": job.num_epochs,
-        "batch_sizes": batch_sizes,
-        "epoch_seconds": epoch_seconds,
+        "batch_sizes": encode_epochs(job.batch_sizes),
+        "epoch_seconds": encode_epochs(job.epoch_seconds),
         "weight": float(job.weight),
     }
     for key in ("total_steps", "samples_per_epoch"):
@@ -81,6 +81,39 @@ def _record(job: Job, batch_sizes: Any, epoch_seconds: Any) -> dict[str, Any]:
     if job.trace_duration is not None:
         record["trace_duration"] = float(job.trace_duration)
     return record
+
+
+def encode_epochs(values: npt.NDArray[Any]) -> list[Any] | dict[str, list[list[Any]]]:
+    """A per-epoch array as a plain list, or as ``{"runs": [[value, count], ...]}`` if shorter.
+
+    Profiles are piecewise constant (a regime lasts many epochs; one job of a generated 20,000-job
+    trace has thousands of epochs at one batch size), so the run-length form is usually far
+    smaller. Both forms read back to the same array.
+    """
+    if values.size == 0:
+        return []
+    starts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    bounds = [0, *starts.tolist(), int(values.size)]
+    if 2 * (len(bounds) - 1) >= values.size:
+        return list(values.tolist())
+    firsts = values[bounds[:-1]].tolist()
+    counts = np.diff(bounds).tolist()
+    return {"runs": [[value, count] for value, count in zip(firsts, counts, strict=True)]}
+
+
+def decode_epochs(value: Any, name: str) -> list[Any] | npt.NDArray[Any]:
+    """Inverse of :func:`encode_epochs`; raises ``ValueError`` naming the problem."""
+    if isinstance(value, list):
+        return value
+    if not isinstance(value, dict) or set(value) != {"runs"} or not isinstance(value["runs"], list):
+        raise ValueError(f"{name} must be a list or {{'runs': [[value, count], ...]}}")
+    runs = value["runs"]
+    if not all(isinstance(run, list) and len(run) == 2 for run in runs):
+        raise ValueError("every run must be a [value, count] pair")
+    counts = [run[1] for run in runs]
+    if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
+        raise ValueError("run counts must be integers >= 1")
+    return np.repeat(np.asarray([run[0] for run in runs]), counts)
 
 
 def write_native(workload: Workload, path: str | PathLike[str]) -> None:
@@ -96,36 +129,8 @@ def write_native(workload: Workload, path: str | PathLike[str]) -> None:
     with Path(path).open("w", encoding="utf-8") as out:
         out.write(json.dumps(header, allow_nan=False) + "\n")
         for job in workload:
-            out.write(_job_line(job))
-
-
-_PROFILE_PLACEHOLDER = '"batch_sizes":null,"epoch_seconds":null'
-
-
-def _job_line(job: Job) -> str:
-    """``json.dumps(job_to_record(job), separators=(",", ":"))`` and a newline, byte for byte.
-
-    Built faster than that: profiles are piecewise constant, often thousands of epochs long, so
-    each run of equal values is formatted once (``repr``, as ``json`` formats numbers).
-    """
-    text = json.dumps(_record(job, None, None), allow_nan=False, separators=(",", ":"))
-    profile = (
-        f'"batch_sizes":{_array_text(job.batch_sizes)},'
-        f'"epoch_seconds":{_array_text(job.epoch_seconds)}'
-    )
-    return text.replace(_PROFILE_PLACEHOLDER, profile, 1) + "\n"
-
-
-def _array_text(values: npt.NDArray[Any]) -> str:
-    """The JSON array of a 1-D numeric array (finite values), formatting each run once."""
-    starts = (np.flatnonzero(values[1:] != values[:-1]) + 1).tolist()
-    bounds = [0, *starts, int(values.size)]
-    firsts = values[bounds[:-1]].tolist() if values.size else []
-    runs = (
-        ",".join([repr(value)] * (stop - start))
-        for value, start, stop in zip(firsts, bounds[:-1], bounds[1:], strict=False)
-    )
-    return "[" + ",".join(runs) + "]"
+            record = job_to_record(job)
+            out.write(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n")
 
 
 def read_native(path: str | PathLike[str]) -> Workload:
@@ -216,10 +221,12 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
     if unknown:
         raise TraceError(f"unknown keys {sorted(unknown)}", path=path, line=number)
     epochs = obj["epochs"]
+    arrays: dict[str, Any] = {}
     for key in ("batch_sizes", "epoch_seconds"):
-        value = obj[key]
-        if not isinstance(value, list):
-            raise TraceError("must be a list", path=path, line=number, field=key)
+        try:
+            value = arrays[key] = decode_epochs(obj[key], key)
+        except ValueError as exc:
+            raise TraceError(str(exc), path=path, line=number, field=key) from None
         if isinstance(epochs, int) and len(value) != epochs:
             raise TraceError(
                 f"has {len(value)} entries but 'epochs' is {epochs}",
@@ -237,8 +244,8 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
             model=obj["model"],
             dataset=obj.get("dataset", ""),
             mode=obj.get("mode", "static"),
-            batch_sizes=obj["batch_sizes"],
-            epoch_seconds=obj["epoch_seconds"],
+            batch_sizes=arrays["batch_sizes"],
+            epoch_seconds=arrays["epoch_seconds"],
             weight=obj.get("weight", 1.0),
             total_steps=obj.get("total_steps"),
             samples_per_epoch=obj.get("samples_per_epoch"),

@@ -24,7 +24,7 @@ class JobModelsCore:
         backward_share: float = 0.05,
         jump_decay: float = 0.25,
         deadline: bool = True,
-        max_blocks: int = 32,
+        max_blocks: int = 16,
         threads: int = 0,
     ) -> JobModelsCore: ...
     def __len__(self) -> int: ...

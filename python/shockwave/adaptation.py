@@ -168,7 +168,7 @@ class JobModels:
         backward_share: float = 0.05,
         jump_decay: float = 0.25,
         deadline: bool = True,
-        max_blocks: int = 32,
+        max_blocks: int = 16,
         threads: int = 0,
     ) -> None:
         self._estimator = _check_estimator(estimator)

@@ -55,7 +55,7 @@ impl PyJobModels {
         backward_share = 0.05,
         jump_decay = 0.25,
         deadline = true,
-        max_blocks = 32,
+        max_blocks = 16,
         threads = 0,
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -158,11 +158,9 @@ impl PyJobModels {
             match (completed_batch_sizes, completed_counts) {
                 (None, None) => None,
                 (Some(sizes), Some(counts)) => Some((to_vec(&sizes), to_vec(&counts))),
-                _ => {
-                    return Err(PyValueError::new_err(
-                        "completed_counts: give completed_batch_sizes and completed_counts together",
-                    ))
-                }
+                _ => return Err(PyValueError::new_err(
+                    "completed_counts: give completed_batch_sizes and completed_counts together",
+                )),
             };
         let mut slices: Vec<Option<&[i64]>> = vec![None; ids.len()];
         if let Some((sizes, counts)) = &completed {
@@ -234,12 +232,14 @@ impl PyJobModels {
             .zip(&rounds)
             .zip(&bs)
             .zip(&vals)
-            .map(|(((&job_id, &round), &batch_size), &value)| ThroughputSample {
-                job_id,
-                round,
-                batch_size,
-                value: wrap(value),
-            })
+            .map(
+                |(((&job_id, &round), &batch_size), &value)| ThroughputSample {
+                    job_id,
+                    round,
+                    batch_size,
+                    value: wrap(value),
+                },
+            )
             .collect();
         let inner = &mut self.inner;
         py.detach(|| inner.observe_throughput(&samples))
@@ -294,7 +294,11 @@ impl PyJobModels {
         Ok((
             job.epochs_done(),
             job.current_batch_size(),
-            job.regimes().batch_sizes.clone().into_pyarray(py),
+            job.regimes()
+                .iter()
+                .map(|regime| regime.batch_size)
+                .collect::<Vec<u64>>()
+                .into_pyarray(py),
             job.window_factor(),
             job.rate_factors(strength).into_pyarray(py),
         ))

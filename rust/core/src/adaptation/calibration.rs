@@ -7,7 +7,7 @@
 //! Two rules:
 //!
 //! - [`WindowCalibration`], the original's rule, used by the `dirichlet` estimator.
-//! - [`RateCalibration`], a shrunken per-regime rate ratio, used by `markov` and `oracle`.
+//! - [`rate_duration_factors`], a shrunken per-regime rate ratio, used by `markov` and `oracle`.
 
 use super::profile::Profile;
 
@@ -91,7 +91,9 @@ fn profiled_epochs(profile: &Profile, window: f64, factor: f64, rounded: bool) -
         let duration = if rounded { run.rounded } else { run.seconds };
         // Whole epochs of this run that still fit: the largest m <= run.epochs with
         // elapsed + m * duration <= window, as the original's one-by-one loop finds it.
-        let mut fit = ((window - elapsed) / duration).floor().clamp(0.0, run.epochs as f64);
+        let mut fit = ((window - elapsed) / duration)
+            .floor()
+            .clamp(0.0, run.epochs as f64);
         while fit > 0.0 && elapsed + fit * duration > window {
             fit -= 1.0;
         }
@@ -114,7 +116,8 @@ fn profiled_epochs(profile: &Profile, window: f64, factor: f64, rounded: bool) -
     epochs
 }
 
-/// Shrunken per-regime rate ratio (the `markov` and `oracle` calibration).
+/// Shrunken per-regime rate ratio (the `markov` and `oracle` calibration): the factor to
+/// multiply each regime's profiled epoch duration by, into `out`.
 ///
 /// Each sample at regime `r` gives the ratio `rho = profiled_seconds(r) / measured_seconds`:
 /// the measured epochs per second over the profiled ones. Because the work a job does in a round
@@ -127,45 +130,22 @@ fn profiled_epochs(profile: &Profile, window: f64, factor: f64, rounded: bool) -
 /// - regime level: `rho_r = (sum of rho at r + strength * rho_job) / (samples at r + strength)`,
 ///   shrunk toward the job level (so a regime not yet measured inherits the job's factor).
 ///
-/// The calibrated epoch duration of regime `r` is `profiled_seconds(r) / rho_r`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RateCalibration {
-    sums: Vec<f64>,
-    counts: Vec<f64>,
-}
-
-impl RateCalibration {
-    /// No samples yet, for `num_regimes` regimes.
-    pub fn new(num_regimes: usize) -> Self {
-        Self {
-            sums: vec![0.0; num_regimes],
-            counts: vec![0.0; num_regimes],
-        }
+/// The calibrated epoch duration of regime `r` is `profiled_seconds(r) / rho_r`. `samples`
+/// yields `(sum of rho, number of samples)` per regime.
+pub fn rate_duration_factors<I>(samples: I, strength: f64, out: &mut Vec<f64>)
+where
+    I: Iterator<Item = (f64, f64)> + Clone,
+{
+    out.clear();
+    let (total, count) = samples
+        .clone()
+        .fold((0.0, 0.0), |(t, c), (sum, n)| (t + sum, c + n));
+    if count == 0.0 {
+        out.extend(samples.map(|_| 1.0));
+        return;
     }
-
-    /// Record one sample at `regime` with rate ratio `rho` (> 0).
-    pub fn add_sample(&mut self, regime: usize, rho: f64) {
-        if let (Some(sum), Some(count)) = (self.sums.get_mut(regime), self.counts.get_mut(regime))
-        {
-            *sum += rho;
-            *count += 1.0;
-        }
-    }
-
-    /// Factor to multiply each regime's profiled epoch duration by (`1 / rho_r`).
-    pub fn duration_factors(&self, strength: f64) -> Vec<f64> {
-        let total: f64 = self.sums.iter().sum();
-        let samples: f64 = self.counts.iter().sum();
-        if samples == 0.0 {
-            return vec![1.0; self.sums.len()];
-        }
-        let job = (total + strength) / (samples + strength);
-        self.sums
-            .iter()
-            .zip(&self.counts)
-            .map(|(&sum, &count)| (count + strength) / (sum + strength * job))
-            .collect()
-    }
+    let job = (total + strength) / (count + strength);
+    out.extend(samples.map(|(sum, n)| (n + strength) / (sum + strength * job)));
 }
 
 #[cfg(test)]
@@ -216,12 +196,10 @@ mod tests {
 
     #[test]
     fn rate_calibration_shrinks_toward_the_job_and_the_profile() {
-        let mut cal = RateCalibration::new(2);
-        assert_eq!(cal.duration_factors(1.0), vec![1.0, 1.0]);
-        cal.add_sample(0, 0.5);
-        cal.add_sample(0, 0.5);
-        cal.add_sample(0, 0.5);
-        let f = cal.duration_factors(1.0);
+        let mut f = Vec::new();
+        rate_duration_factors([(0.0, 0.0), (0.0, 0.0)].into_iter(), 1.0, &mut f);
+        assert_eq!(f, vec![1.0, 1.0]);
+        rate_duration_factors([(1.5, 3.0), (0.0, 0.0)].into_iter(), 1.0, &mut f);
         // job: (1.5 + 1) / 4 = 0.625; regime 0: (1.5 + 0.625) / 4; regime 1: 0.625.
         assert!((f[0] - 4.0 / 2.125).abs() < 1e-12);
         assert!((f[1] - 1.0 / 0.625).abs() < 1e-12);

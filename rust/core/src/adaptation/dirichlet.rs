@@ -39,51 +39,40 @@ pub fn estimate(
     let total = total_epochs as f64;
     let regimes = in_profile.iter().filter(|&&m| m).count().max(1) as f64;
     let prior = total / regimes;
-    let posterior: Vec<f64> = observed
-        .iter()
-        .zip(in_profile)
-        .map(|(&n, &m)| if m { prior + n } else { 0.0 })
-        .collect();
-    let concentration: f64 = posterior.iter().sum();
-    let rebased: Vec<f64> = posterior
-        .iter()
-        .zip(observed)
-        .zip(in_profile)
-        .map(|((&a, &n), &m)| {
-            if !m {
-                return 0.0;
-            }
-            let share = total * a / concentration;
-            share - n.min(share.floor())
-        })
-        .collect();
+    let entries = || {
+        observed
+            .iter()
+            .zip(in_profile)
+            .zip(seconds)
+            .filter(|((_, &m), _)| m)
+            .map(|((&n, _), &d)| (n, d))
+    };
+    let concentration: f64 = entries().map(|(n, _)| prior + n).sum();
+    // Steps 3 and 4: the rescaled posterior less the observed epochs it can absorb.
+    let rebased = |n: f64| {
+        let share = total * (prior + n) / concentration;
+        share - n.min(share.floor())
+    };
     let remaining_epochs = total_epochs - completed;
-    let sum_rebased: f64 = rebased.iter().sum();
+    let sum_rebased: f64 = entries().map(|(n, _)| rebased(n)).sum();
     let inflated = ((sum_rebased + 1.0).floor() as u64).max(remaining_epochs);
     let scale = remaining_epochs as f64 / inflated as f64;
-    let raw: f64 = rebased.iter().zip(seconds).map(|(&m, &d)| m * d).sum();
+    let raw: f64 = entries().map(|(n, d)| rebased(n) * d).sum();
     let mean = raw * scale;
+    if sum_rebased <= 0.0 {
+        return (mean, 0.0);
+    }
     // Spread of the remaining epochs' composition.
-    let std = if sum_rebased > 0.0 {
-        let p_mean: f64 = rebased
-            .iter()
-            .zip(seconds)
-            .map(|(&m, &d)| m / sum_rebased * d)
-            .sum();
-        let p_var: f64 = rebased
-            .iter()
-            .zip(seconds)
-            .map(|(&m, &d)| m / sum_rebased * (d - p_mean) * (d - p_mean))
-            .sum();
-        let n = remaining_epochs as f64;
-        let count_var = n * (n + concentration) / (1.0 + concentration);
-        let spread = (count_var * p_var).max(0.0).sqrt();
-        // Scale like the mean: mean = sum_rebased * p_mean * scale.
-        if p_mean > 0.0 {
-            spread * mean / (n * p_mean)
-        } else {
-            0.0
-        }
+    let p_mean = raw / sum_rebased;
+    let p_var: f64 = entries()
+        .map(|(n, d)| rebased(n) / sum_rebased * (d - p_mean) * (d - p_mean))
+        .sum();
+    let n = remaining_epochs as f64;
+    let count_var = n * (n + concentration) / (1.0 + concentration);
+    let spread = (count_var * p_var).max(0.0).sqrt();
+    // Scale like the mean: mean = sum_rebased * p_mean * scale.
+    let std = if p_mean > 0.0 {
+        spread * mean / (n * p_mean)
     } else {
         0.0
     };

@@ -79,7 +79,7 @@ impl Default for MarkovPrior {
             backward_share: 0.05,
             jump_decay: 0.25,
             deadline: true,
-            max_blocks: 32,
+            max_blocks: 16,
         }
     }
 }
@@ -138,191 +138,251 @@ pub struct ChainInput<'a> {
     pub total_epochs: u64,
 }
 
-/// The posterior-mean chain of one job.
-#[derive(Debug, Clone)]
-pub struct Chain {
-    regimes: usize,
+/// Reusable work buffers of the `markov` estimator (one per thread; the contents are scratch).
+#[derive(Debug, Default, Clone)]
+pub struct Scratch {
     rows: Vec<f64>,
-    unvisited_above: Vec<f64>,
-    deadline: bool,
+    decay: Vec<f64>,
+    sums: Vec<RowSums>,
+    plain: [Vec<BlockLaw>; 2],
+    laws: Vec<BlockLaw>,
+    v: Vec<f64>,
+    w: Vec<f64>,
+    next_v: Vec<f64>,
+    next_w: Vec<f64>,
+    pi: Vec<f64>,
+    next: Vec<f64>,
 }
 
-impl Chain {
-    /// Posterior-mean transition rows for `input` under `prior`.
-    pub fn posterior(input: &ChainInput<'_>, prior: &MarkovPrior) -> Self {
-        let r = input.seconds.len();
-        let e = input.total_epochs.max(1) as f64;
-        let profile_regimes = input.must_visit.iter().filter(|&&m| m).count().max(1);
-        let lambda0 = (profile_regimes - 1) as f64 / e;
-        let kappa = prior.strength * e / profile_regimes as f64;
-        let mu0 = prior.backward_share * lambda0;
-        let count = |i: usize, j: usize| input.transitions.get(i * r + j).copied().unwrap_or(0.0);
-        let (mut fwd_moves, mut fwd_exposure, mut back_moves, mut back_exposure) =
-            (0.0, 0.0, 0.0, 0.0);
-        for i in 0..r {
-            let out: f64 = (0..r).map(|j| count(i, j)).sum();
-            if i + 1 < r {
-                fwd_exposure += out;
-                fwd_moves += (i + 1..r).map(|j| count(i, j)).sum::<f64>();
-            }
-            if i > 0 {
-                back_exposure += out;
-                back_moves += (0..i).map(|j| count(i, j)).sum::<f64>();
-            }
+/// Posterior-mean transition rows of `input` under `prior` (row-major `R x R`, without the
+/// deadline) into `rows`.
+pub fn posterior_rows(input: &ChainInput<'_>, prior: &MarkovPrior, rows: &mut Vec<f64>) {
+    posterior_into(input, prior, rows, &mut Vec::new());
+}
+
+fn posterior_into(
+    input: &ChainInput<'_>,
+    prior: &MarkovPrior,
+    rows: &mut Vec<f64>,
+    decay: &mut Vec<f64>,
+) {
+    let r = input.seconds.len();
+    let e = input.total_epochs.max(1) as f64;
+    let profile_regimes = input.must_visit.iter().filter(|&&m| m).count().max(1);
+    let lambda0 = (profile_regimes - 1) as f64 / e;
+    let kappa = prior.strength * e / profile_regimes as f64;
+    let mu0 = prior.backward_share * lambda0;
+    let counts = input.transitions;
+    let (mut fwd_moves, mut fwd_exposure, mut back_moves, mut back_exposure) = (0.0, 0.0, 0.0, 0.0);
+    for (i, row) in counts.chunks(r.max(1)).enumerate().take(r) {
+        let (back, rest) = row.split_at(i.min(row.len()));
+        let forward = rest.get(1..).unwrap_or_default();
+        let out: f64 = row.iter().sum();
+        if i + 1 < r {
+            fwd_exposure += out;
+            fwd_moves += forward.iter().sum::<f64>();
         }
-        let lambda = (kappa * lambda0 + fwd_moves) / (kappa + fwd_exposure);
-        let mu = (kappa * mu0 + back_moves) / (kappa + back_exposure);
-        let mut rows = vec![0.0; r * r];
-        for i in 0..r {
-            let mut fwd = if i + 1 < r { lambda } else { 0.0 };
-            let mut back = if i > 0 { mu } else { 0.0 };
-            if fwd + back > 1.0 {
-                let scale = 1.0 / (fwd + back);
-                fwd *= scale;
-                back *= scale;
-            }
-            let decay_sum: f64 = (i + 1..r)
-                .map(|j| prior.jump_decay.powi((j - i - 1) as i32))
-                .sum();
-            let out: f64 = (0..r).map(|j| count(i, j)).sum();
-            for j in 0..r {
-                let mean = if j > i {
-                    fwd * prior.jump_decay.powi((j - i - 1) as i32) / decay_sum
-                } else if j < i {
-                    back / i as f64
-                } else {
-                    (1.0 - fwd - back).max(0.0)
-                };
-                if let Some(p) = rows.get_mut(i * r + j) {
-                    *p = (kappa * mean + count(i, j)) / (kappa + out);
-                }
-            }
-        }
-        let unvisited_above = (0..r)
-            .map(|i| {
-                (i + 1..r)
-                    .filter(|&j| {
-                        input.must_visit.get(j).copied().unwrap_or(false)
-                            && !input.visited.get(j).copied().unwrap_or(false)
-                    })
-                    .count() as f64
-            })
-            .collect();
-        Self {
-            regimes: r,
-            rows,
-            unvisited_above,
-            deadline: prior.deadline,
+        if i > 0 {
+            back_exposure += out;
+            back_moves += back.iter().sum::<f64>();
         }
     }
-
-    /// Posterior-mean transition matrix, row-major (without the deadline).
-    pub fn rows(&self) -> &[f64] {
-        &self.rows
+    let lambda = (kappa * lambda0 + fwd_moves) / (kappa + fwd_exposure);
+    let mu = (kappa * mu0 + back_moves) / (kappa + back_exposure);
+    decay.clear();
+    decay.extend((0..r).map(|m| prior.jump_decay.powi(m as i32)));
+    rows.clear();
+    rows.resize(r * r, 0.0);
+    for (i, (row, observed)) in rows
+        .chunks_mut(r.max(1))
+        .zip(counts.chunks(r.max(1)))
+        .enumerate()
+    {
+        let mut fwd = if i + 1 < r { lambda } else { 0.0 };
+        let mut back = if i > 0 { mu } else { 0.0 };
+        if fwd + back > 1.0 {
+            let scale = 1.0 / (fwd + back);
+            fwd *= scale;
+            back *= scale;
+        }
+        let decay_sum: f64 = decay.iter().take(r - i - 1).sum();
+        let out: f64 = observed.iter().sum();
+        let denominator = kappa + out;
+        for (j, (p, &n)) in row.iter_mut().zip(observed).enumerate() {
+            let mean = if j > i {
+                fwd * decay.get(j - i - 1).copied().unwrap_or(0.0) / decay_sum
+            } else if j < i {
+                back / i as f64
+            } else {
+                (1.0 - fwd - back).max(0.0)
+            };
+            *p = (kappa * mean + n) / denominator;
+        }
     }
+}
 
-    /// Expected remaining runtime and its standard deviation, seconds; and, if `filler` is given,
-    /// the expected progress curve under continuous service pushed into it.
-    pub fn solve(
-        &self,
-        input: &ChainInput<'_>,
-        prior: &MarkovPrior,
-        filler: Option<&mut RoundFiller<'_>>,
-    ) -> (f64, f64) {
-        let r = self.regimes;
-        let rows = RowSums::new(self, input.seconds);
-        let d_cur = input.seconds.get(input.current).copied().unwrap_or(0.0);
-        let head = (1.0 - input.fraction) * d_cur;
-        let n = input.epochs_after;
-        let blocks = Blocks::new(n, prior.max_blocks);
-        let table = LawTable::new(self, &rows, blocks);
-        let mut laws = vec![BlockLaw::default(); r];
-        // Backward: V and W at the start of each block, from the last block to the first.
-        let mut v = vec![0.0; r];
-        let mut w = vec![0.0; r];
-        let mut next_v = vec![0.0; r];
-        let mut next_w = vec![0.0; r];
-        for b in (0..blocks.count).rev() {
-            table.fill(b, &mut laws);
-            for (i, law) in laws.iter().enumerate() {
-                let row = self.rows.get(i * r..(i + 1) * r).unwrap_or_default();
-                let (mut fv, mut bv, mut fw, mut bw) = (0.0, 0.0, 0.0, 0.0);
-                for (j, ((&p, &vj), &wj)) in row.iter().zip(&v).zip(&w).enumerate() {
-                    if j > i {
-                        fv += p * vj;
-                        fw += p * wj;
-                    } else if j < i {
-                        bv += p * vj;
-                        bw += p * wj;
-                    }
+/// Expected remaining runtime and its standard deviation, seconds; and, if `filler` is given,
+/// the expected progress curve under continuous service pushed into it.
+pub fn solve(
+    input: &ChainInput<'_>,
+    prior: &MarkovPrior,
+    scratch: &mut Scratch,
+    filler: Option<&mut RoundFiller<'_>>,
+) -> (f64, f64) {
+    let r = input.seconds.len();
+    let Scratch {
+        rows,
+        decay,
+        sums,
+        plain,
+        laws,
+        v,
+        w,
+        next_v,
+        next_w,
+        pi,
+        next,
+    } = scratch;
+    posterior_into(input, prior, rows, decay);
+    // Per-row constants of the block laws.
+    sums.clear();
+    for (i, row) in rows.chunks(r.max(1)).enumerate().take(r) {
+        let mut sum = RowSums {
+            seconds: input.seconds.get(i).copied().unwrap_or(0.0),
+            ..RowSums::default()
+        };
+        for (j, (&p, &d)) in row.iter().zip(input.seconds).enumerate() {
+            if j > i {
+                sum.forward += p;
+                sum.forward_seconds += p * d;
+                let must = input.must_visit.get(j).copied().unwrap_or(false);
+                let seen = input.visited.get(j).copied().unwrap_or(false);
+                if must && !seen {
+                    sum.unvisited += 1.0;
                 }
-                let vi = v.get(i).copied().unwrap_or(0.0);
-                let wi = w.get(i).copied().unwrap_or(0.0);
-                let pv = law.stay * vi + law.forward * fv + law.backward * bv;
-                let pw = law.stay * wi + law.forward * fw + law.backward * bw;
-                if let (Some(nv), Some(nw)) = (next_v.get_mut(i), next_w.get_mut(i)) {
-                    *nv = law.seconds + pv;
-                    *nw = law.seconds * law.seconds + 2.0 * law.seconds * pv + pw;
-                }
-            }
-            std::mem::swap(&mut v, &mut next_v);
-            std::mem::swap(&mut w, &mut next_w);
-        }
-        // Entry: the regime of the first epoch after the current one.
-        let mut entry = vec![0.0; r];
-        if n > 0 {
-            let (alpha, beta) = rows.deadline_scales(self, input.current, n as f64);
-            let row = self
-                .rows
-                .get(input.current * r..(input.current + 1) * r)
-                .unwrap_or_default();
-            for (j, (x, &p)) in entry.iter_mut().zip(row).enumerate() {
-                *x = p * if j > input.current { alpha } else { beta };
+            } else if j < i {
+                sum.backward_seconds += p * d;
+            } else {
+                sum.diagonal = p;
             }
         }
-        let rest_mean: f64 = entry.iter().zip(&v).map(|(p, x)| p * x).sum();
-        let rest_second: f64 = entry.iter().zip(&w).map(|(p, x)| p * x).sum();
-        let variance = (rest_second - rest_mean * rest_mean).max(0.0);
-        if let Some(filler) = filler {
-            filler.push(Segment {
-                seconds: head,
-                epochs: 1.0 - input.fraction,
+        if !prior.deadline {
+            sum.unvisited = 0.0;
+        }
+        sums.push(sum);
+    }
+    let n = input.epochs_after;
+    let blocks = Blocks::new(n, prior.max_blocks);
+    // The laws of every block (the backward and the forward pass share them).
+    for (cache, g) in plain.iter_mut().zip([blocks.small, blocks.small + 1]) {
+        cache.clear();
+        if g > 0 {
+            cache.extend(sums.iter().map(|sum| sum.law(1.0, 1.0, g)));
+        }
+    }
+    laws.clear();
+    for b in 0..blocks.count {
+        let (g, k_mid) = blocks.block(b);
+        let cached = plain[usize::from(g != blocks.small)].as_slice();
+        for (sum, &plain_law) in sums.iter().zip(cached) {
+            let (alpha, beta) = sum.deadline_scales(k_mid);
+            laws.push(if alpha == 1.0 && beta == 1.0 {
+                plain_law
+            } else {
+                sum.law(alpha, beta, g)
             });
-            let mut pi = entry;
-            let mut next = vec![0.0; r];
-            for b in 0..blocks.count {
-                if filler.is_full() {
-                    break;
-                }
-                let g = table.fill(b, &mut laws);
-                let mut time = 0.0;
-                next.iter_mut().for_each(|x| *x = 0.0);
-                for (i, (law, &mass)) in laws.iter().zip(&pi).enumerate() {
-                    if mass <= 0.0 {
-                        continue;
-                    }
-                    time += mass * law.seconds;
-                    let row = self.rows.get(i * r..(i + 1) * r).unwrap_or_default();
-                    for (j, (x, &p)) in next.iter_mut().zip(row).enumerate() {
-                        *x += mass
-                            * if j == i {
-                                law.stay
-                            } else if j > i {
-                                law.forward * p
-                            } else {
-                                law.backward * p
-                            };
-                    }
-                }
-                filler.push(Segment {
-                    seconds: time,
-                    epochs: g as f64,
-                });
-                std::mem::swap(&mut pi, &mut next);
-            }
         }
-        (head + rest_mean, variance.sqrt())
     }
+    // Backward: V and W at the start of each block, from the last block to the first.
+    for buffer in [&mut *v, &mut *w, &mut *next_v, &mut *next_w] {
+        buffer.clear();
+        buffer.resize(r, 0.0);
+    }
+    for block_laws in laws.chunks(r.max(1)).rev() {
+        for (i, ((law, row), (nv, nw))) in block_laws
+            .iter()
+            .zip(rows.chunks(r.max(1)))
+            .zip(next_v.iter_mut().zip(next_w.iter_mut()))
+            .enumerate()
+        {
+            let (back, rest) = row.split_at(i);
+            let forward = rest.get(1..).unwrap_or_default();
+            let (v_back, v_rest) = v.split_at(i);
+            let (w_back, w_rest) = w.split_at(i);
+            let dot = |p: &[f64], x: &[f64]| -> f64 { p.iter().zip(x).map(|(a, b)| a * b).sum() };
+            let fv = dot(forward, v_rest.get(1..).unwrap_or_default());
+            let fw = dot(forward, w_rest.get(1..).unwrap_or_default());
+            let bv = dot(back, v_back);
+            let bw = dot(back, w_back);
+            let vi = v_rest.first().copied().unwrap_or(0.0);
+            let wi = w_rest.first().copied().unwrap_or(0.0);
+            let pv = law.stay * vi + law.forward * fv + law.backward * bv;
+            let pw = law.stay * wi + law.forward * fw + law.backward * bw;
+            *nv = law.seconds + pv;
+            *nw = law.seconds * law.seconds + 2.0 * law.seconds * pv + pw;
+        }
+        std::mem::swap(v, next_v);
+        std::mem::swap(w, next_w);
+    }
+    // Entry: the regime of the first epoch after the current one.
+    let current = input.current;
+    pi.clear();
+    pi.resize(r, 0.0);
+    if n > 0 {
+        let (alpha, beta) = sums
+            .get(current)
+            .map_or((1.0, 1.0), |sum| sum.deadline_scales(n as f64));
+        let row = rows.get(current * r..(current + 1) * r).unwrap_or_default();
+        for (j, (x, &p)) in pi.iter_mut().zip(row).enumerate() {
+            *x = p * if j > current { alpha } else { beta };
+        }
+    }
+    let rest_mean: f64 = pi.iter().zip(v.iter()).map(|(p, x)| p * x).sum();
+    let rest_second: f64 = pi.iter().zip(w.iter()).map(|(p, x)| p * x).sum();
+    let variance = (rest_second - rest_mean * rest_mean).max(0.0);
+    let d_cur = input.seconds.get(current).copied().unwrap_or(0.0);
+    let head = (1.0 - input.fraction) * d_cur;
+    if let Some(filler) = filler {
+        filler.push(Segment {
+            seconds: head,
+            epochs: 1.0 - input.fraction,
+        });
+        for (b, block_laws) in laws.chunks(r.max(1)).enumerate() {
+            if filler.is_full() {
+                break;
+            }
+            let mut time = 0.0;
+            next.clear();
+            next.resize(r, 0.0);
+            for (i, ((law, row), &mass)) in block_laws
+                .iter()
+                .zip(rows.chunks(r.max(1)))
+                .zip(pi.iter())
+                .enumerate()
+            {
+                if mass <= 0.0 {
+                    continue;
+                }
+                time += mass * law.seconds;
+                let (forward, backward) = (mass * law.forward, mass * law.backward);
+                for (j, (x, &p)) in next.iter_mut().zip(row).enumerate() {
+                    *x += if j > i {
+                        forward * p
+                    } else if j < i {
+                        backward * p
+                    } else {
+                        mass * law.stay
+                    };
+                }
+            }
+            filler.push(Segment {
+                seconds: time,
+                epochs: blocks.block(b).0 as f64,
+            });
+            std::mem::swap(pi, next);
+        }
+    }
+    (head + rest_mean, variance.sqrt())
 }
 
 /// One regime's law over one block: expected block time, probability of starting the next block
@@ -336,84 +396,50 @@ struct BlockLaw {
     backward: f64,
 }
 
-/// Per-row sums of the posterior rows that the block laws need (constant over blocks).
+/// Per-row constants of the block laws.
+#[derive(Debug, Clone, Copy, Default)]
 struct RowSums {
-    /// `P_ii`.
-    diagonal: Vec<f64>,
-    /// `sum_{j > i} P_ij`.
-    forward: Vec<f64>,
-    /// `sum_{j > i} P_ij d_j`.
-    forward_seconds: Vec<f64>,
-    /// `sum_{j < i} P_ij d_j`.
-    backward_seconds: Vec<f64>,
     /// `d_i`.
-    seconds: Vec<f64>,
+    seconds: f64,
+    /// `P_ii`.
+    diagonal: f64,
+    /// `sum_{j > i} P_ij`.
+    forward: f64,
+    /// `sum_{j > i} P_ij d_j`.
+    forward_seconds: f64,
+    /// `sum_{j < i} P_ij d_j`.
+    backward_seconds: f64,
+    /// Profile regimes above `i` not visited yet (0 without the deadline).
+    unvisited: f64,
 }
 
 impl RowSums {
-    fn new(chain: &Chain, seconds: &[f64]) -> Self {
-        let r = chain.regimes;
-        let mut sums = Self {
-            diagonal: vec![0.0; r],
-            forward: vec![0.0; r],
-            forward_seconds: vec![0.0; r],
-            backward_seconds: vec![0.0; r],
-            seconds: seconds.to_vec(),
-        };
-        for (i, row) in chain.rows.chunks(r.max(1)).enumerate().take(r) {
-            let (mut diag, mut fwd, mut fwd_s, mut back_s) = (0.0, 0.0, 0.0, 0.0);
-            for (j, (&p, &d)) in row.iter().zip(seconds).enumerate() {
-                if j > i {
-                    fwd += p;
-                    fwd_s += p * d;
-                } else if j < i {
-                    back_s += p * d;
-                } else {
-                    diag = p;
-                }
-            }
-            if let (Some(a), Some(b), Some(c), Some(e)) = (
-                sums.diagonal.get_mut(i),
-                sums.forward.get_mut(i),
-                sums.forward_seconds.get_mut(i),
-                sums.backward_seconds.get_mut(i),
-            ) {
-                (*a, *b, *c, *e) = (diag, fwd, fwd_s, back_s);
-            }
-        }
-        sums
-    }
-
-    /// Factors `(alpha, beta)` on row `i`'s forward and other entries for a move into an epoch
+    /// Factors `(alpha, beta)` on the row's forward and other entries for a move into an epoch
     /// with `k` epochs left: the deadline raises the forward mass to `min(1, u_i / k)`.
-    fn deadline_scales(&self, chain: &Chain, i: usize, k: f64) -> (f64, f64) {
-        let unvisited = chain.unvisited_above.get(i).copied().unwrap_or(0.0);
-        let forward = self.forward.get(i).copied().unwrap_or(0.0);
-        if !chain.deadline || unvisited <= 0.0 || k <= 0.0 || forward <= 0.0 {
+    fn deadline_scales(&self, k: f64) -> (f64, f64) {
+        if self.unvisited <= 0.0 || k <= 0.0 || self.forward <= 0.0 {
             return (1.0, 1.0);
         }
-        let target = (unvisited / k).min(1.0);
-        if target <= forward {
+        let target = (self.unvisited / k).min(1.0);
+        if target <= self.forward {
             return (1.0, 1.0);
         }
-        let rest = 1.0 - forward;
+        let rest = 1.0 - self.forward;
         let beta = if rest > 0.0 {
             (1.0 - target) / rest
         } else {
             0.0
         };
-        (target / forward, beta)
+        (target / self.forward, beta)
     }
 
-    /// The law of regime `i` over a block of `g` epochs with row factors `alpha`, `beta`.
-    fn law(&self, i: usize, alpha: f64, beta: f64, g: u64) -> BlockLaw {
+    /// The law over a block of `g` epochs with row factors `alpha`, `beta`.
+    fn law(&self, alpha: f64, beta: f64, g: u64) -> BlockLaw {
         let gf = g as f64;
-        let d = self.seconds.get(i).copied().unwrap_or(0.0);
-        let stay_epoch = beta * self.diagonal.get(i).copied().unwrap_or(1.0);
-        let q = (1.0 - stay_epoch).clamp(0.0, 1.0);
+        let q = (1.0 - beta * self.diagonal).clamp(0.0, 1.0);
         if q <= 0.0 {
             return BlockLaw {
-                seconds: gf * d,
+                seconds: gf * self.seconds,
                 stay: 1.0,
                 forward: 0.0,
                 backward: 0.0,
@@ -421,61 +447,13 @@ impl RowSums {
         }
         let leave = leave_within(q, g);
         let scale = leave / q;
-        let moved = (alpha * self.forward_seconds.get(i).copied().unwrap_or(0.0)
-            + beta * self.backward_seconds.get(i).copied().unwrap_or(0.0))
-            / q;
+        let moved = (alpha * self.forward_seconds + beta * self.backward_seconds) / q;
         BlockLaw {
-            seconds: scale * d + (gf - scale) * moved,
+            seconds: scale * self.seconds + (gf - scale) * moved,
             stay: 1.0 - leave,
             forward: scale * alpha,
             backward: scale * beta,
         }
-    }
-}
-
-/// Block laws of every regime, with the laws free of the deadline cached per block size.
-struct LawTable<'a> {
-    chain: &'a Chain,
-    sums: &'a RowSums,
-    blocks: Blocks,
-    /// Laws without the deadline for blocks of `small` and `small + 1` epochs.
-    plain: [Vec<BlockLaw>; 2],
-}
-
-impl<'a> LawTable<'a> {
-    fn new(chain: &'a Chain, sums: &'a RowSums, blocks: Blocks) -> Self {
-        let r = chain.regimes;
-        let plain = [blocks.small, blocks.small + 1].map(|g| {
-            if g == 0 {
-                Vec::new()
-            } else {
-                (0..r).map(|i| sums.law(i, 1.0, 1.0, g)).collect()
-            }
-        });
-        Self {
-            chain,
-            sums,
-            blocks,
-            plain,
-        }
-    }
-
-    /// The laws of block `b` into `out`; returns the block's size.
-    fn fill(&self, b: usize, out: &mut [BlockLaw]) -> u64 {
-        let (g, k_mid) = self.blocks.block(b);
-        let cached = self.plain[usize::from(g != self.blocks.small)].as_slice();
-        for (i, law) in out.iter_mut().enumerate() {
-            let (alpha, beta) = self.sums.deadline_scales(self.chain, i, k_mid);
-            *law = if alpha == 1.0 && beta == 1.0 {
-                cached
-                    .get(i)
-                    .copied()
-                    .unwrap_or_else(|| self.sums.law(i, 1.0, 1.0, g))
-            } else {
-                self.sums.law(i, alpha, beta, g)
-            };
-        }
-        g
     }
 }
 
@@ -572,7 +550,10 @@ mod tests {
         for &(q, g) in &[(1e-6_f64, 7_u64), (0.3, 5), (1e-4, 3), (1.0, 4), (0.5, 1)] {
             let reference = -((g as f64) * (-q).ln_1p()).exp_m1();
             let got = leave_within(q, g);
-            assert!((got - reference).abs() <= 1e-12 * reference, "{q} {g}: {got} vs {reference}");
+            assert!(
+                (got - reference).abs() <= 1e-12 * reference,
+                "{q} {g}: {got} vs {reference}"
+            );
         }
     }
 
@@ -601,9 +582,10 @@ mod tests {
             10,
             40,
         );
-        let chain = Chain::posterior(&data, &MarkovPrior::default());
-        for i in 0..3 {
-            let sum: f64 = chain.rows()[i * 3..i * 3 + 3].iter().sum();
+        let mut rows = Vec::new();
+        posterior_rows(&data, &MarkovPrior::default(), &mut rows);
+        for row in rows.chunks(3) {
+            let sum: f64 = row.iter().sum();
             assert!((sum - 1.0).abs() < 1e-12);
         }
     }
@@ -615,8 +597,7 @@ mod tests {
         let counts = [20.0, 0.0, 0.0, 0.0];
         let data = input(&seconds, &[true, true], &[true, false], &counts, 0, 1, 22);
         let prior = MarkovPrior::default();
-        let chain = Chain::posterior(&data, &prior);
-        let (mean, std) = chain.solve(&data, &prior, None);
+        let (mean, std) = solve(&data, &prior, &mut Scratch::default(), None);
         assert!((mean - 11.0).abs() < 1e-12, "{mean}");
         assert!(std.abs() < 1e-9);
     }

@@ -25,7 +25,7 @@
 //!
 //! Throughput measurements calibrate the epoch durations online: the original's window rule for
 //! `dirichlet` ([`calibration::WindowCalibration`]) and a shrunken per-regime rate ratio for
-//! `markov` and `oracle` ([`calibration::RateCalibration`]).
+//! `markov` and `oracle` ([`calibration::rate_duration_factors`]).
 
 pub mod calibration;
 pub mod dirichlet;
@@ -41,4 +41,4 @@ pub use models::{
     predict_remaining, Estimator, JobModel, JobModels, JobSpec, ModelSettings, Prediction,
     ProgressUpdate, ThroughputSample, ThroughputValue,
 };
-pub use profile::{Profile, Regimes};
+pub use profile::{Profile, Regime};

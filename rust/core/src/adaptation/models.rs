@@ -1,12 +1,13 @@
 //! Per-job state ([`JobModel`]) and the batched container of all active jobs ([`JobModels`]).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
-use super::calibration::{RateCalibration, WindowCalibration};
+use super::calibration::{rate_duration_factors, WindowCalibration};
 use super::dirichlet;
 use super::error::AdaptationError;
-use super::markov::{Chain, ChainInput, MarkovPrior};
-use super::profile::{rounded_seconds, Profile, Regimes};
+use super::markov::{self, ChainInput, MarkovPrior};
+use super::profile::{regime_index, regimes_from_entries, rounded_seconds, Profile, Regime};
 use super::progress::{RoundFiller, Segment};
 
 /// Which remaining-runtime estimator to use.
@@ -165,7 +166,7 @@ pub struct Prediction {
 /// What one job has shown so far and its calibration state.
 #[derive(Debug, Clone)]
 pub struct JobModel {
-    regimes: Regimes,
+    regimes: Vec<Regime>,
     profile: Option<Profile>,
     total_epochs: u64,
     samples_per_epoch: Option<f64>,
@@ -174,9 +175,18 @@ pub struct JobModel {
     current: usize,
     last_completed: Option<usize>,
     transitions: Vec<f64>,
-    completed_counts: Vec<f64>,
     window: WindowCalibration,
-    rates: RateCalibration,
+}
+
+/// Reusable buffers of one prediction thread.
+#[derive(Debug, Default)]
+struct Workspace {
+    chain: markov::Scratch,
+    seconds: Vec<f64>,
+    transitions: Vec<f64>,
+    visited: Vec<bool>,
+    must_visit: Vec<bool>,
+    counts: Vec<f64>,
 }
 
 /// A validated progress update, ready to apply.
@@ -239,19 +249,20 @@ impl JobModel {
             }
             entries.push((bs.unsigned_abs(), s, rounded_seconds(s), true));
         }
-        let regimes = Regimes::from_entries(entries, FIELD)?;
+        let regimes = regimes_from_entries(entries, FIELD)?;
         if total_epochs < 1 {
             return Err(AdaptationError::new(
                 "total_epochs",
                 format!("must be >= 1, got {total_epochs}"),
             ));
         }
-        let first = lookup(&regimes, first_batch_size)
-            .ok_or_else(|| unknown_batch_size("batch_sizes_so_far", None, first_batch_size, &regimes))?;
+        let first = lookup(&regimes, first_batch_size).ok_or_else(|| {
+            unknown_batch_size("batch_sizes_so_far", None, first_batch_size, &regimes)
+        })?;
         Ok(Self::new(regimes, total_epochs.unsigned_abs(), first))
     }
 
-    fn new(regimes: Regimes, total_epochs: u64, first: usize) -> Self {
+    fn new(regimes: Vec<Regime>, total_epochs: u64, first: usize) -> Self {
         let r = regimes.len();
         Self {
             regimes,
@@ -263,14 +274,12 @@ impl JobModel {
             current: first,
             last_completed: None,
             transitions: vec![0.0; r * r],
-            completed_counts: vec![0.0; r],
             window: WindowCalibration::default(),
-            rates: RateCalibration::new(r),
         }
     }
 
-    /// The job's regimes.
-    pub fn regimes(&self) -> &Regimes {
+    /// The job's regimes, by ascending batch size.
+    pub fn regimes(&self) -> &[Regime] {
         &self.regimes
     }
 
@@ -287,10 +296,8 @@ impl JobModel {
     /// Batch size of the epoch in progress.
     pub fn current_batch_size(&self) -> u64 {
         self.regimes
-            .batch_sizes
             .get(self.current)
-            .copied()
-            .unwrap_or(0)
+            .map_or(0, |regime| regime.batch_size)
     }
 
     /// Observed transition counts between consecutive completed epochs, row-major `R x R`.
@@ -305,7 +312,14 @@ impl JobModel {
 
     /// The `markov`/`oracle` duration multiplier of each regime.
     pub fn rate_factors(&self, strength: f64) -> Vec<f64> {
-        self.rates.duration_factors(strength)
+        let mut factors = Vec::new();
+        self.rate_factors_into(strength, &mut factors);
+        factors
+    }
+
+    fn rate_factors_into(&self, strength: f64, out: &mut Vec<f64>) {
+        let samples = self.regimes.iter().map(|r| (r.rate_sum, r.rate_samples));
+        rate_duration_factors(samples, strength, out);
     }
 
     fn check_progress(
@@ -406,8 +420,8 @@ impl JobModel {
         if let Some(n) = self.transitions.get_mut(regime * r + regime) {
             *n += (count - 1) as f64;
         }
-        if let Some(n) = self.completed_counts.get_mut(regime) {
-            *n += count as f64;
+        if let Some(state) = self.regimes.get_mut(regime) {
+            state.completed_epochs += count as f64;
         }
         self.last_completed = Some(regime);
     }
@@ -488,8 +502,10 @@ impl JobModel {
                 settings.round_durations,
             );
         }
-        let profiled = self.regimes.seconds.get(regime).copied().unwrap_or(seconds);
-        self.rates.add_sample(regime, profiled / seconds);
+        if let Some(state) = self.regimes.get_mut(regime) {
+            state.rate_sum += state.seconds / seconds;
+            state.rate_samples += 1.0;
+        }
     }
 
     /// Remaining runtime (mean, std), seconds, and the offset `c_i`; the valuations of the next
@@ -501,6 +517,24 @@ impl JobModel {
         round_seconds: f64,
         valuations: &mut [f64],
     ) -> Result<(f64, f64, f64), AdaptationError> {
+        let mut workspace = Workspace::default();
+        self.predict_with(
+            estimator,
+            settings,
+            round_seconds,
+            valuations,
+            &mut workspace,
+        )
+    }
+
+    fn predict_with(
+        &self,
+        estimator: Estimator,
+        settings: &ModelSettings,
+        round_seconds: f64,
+        valuations: &mut [f64],
+        workspace: &mut Workspace,
+    ) -> Result<(f64, f64, f64), AdaptationError> {
         let total = self.total_epochs as f64;
         let mut filler = RoundFiller::new(valuations, round_seconds);
         if self.completed >= self.total_epochs {
@@ -508,43 +542,34 @@ impl JobModel {
         }
         let offset = self.epochs_done() / total;
         let (mean, std) = match estimator {
-            Estimator::Markov => self.markov(settings, &mut filler),
-            Estimator::Oracle => self.oracle(settings, &mut filler)?,
-            Estimator::Dirichlet => self.dirichlet(settings, &mut filler),
+            Estimator::Markov => self.markov(settings, &mut filler, workspace),
+            Estimator::Oracle => self.oracle(settings, &mut filler, workspace)?,
+            Estimator::Dirichlet => self.dirichlet(settings, &mut filler, workspace),
         };
         filler.finish(total);
         Ok((mean, std, offset))
     }
 
-    fn markov(&self, settings: &ModelSettings, filler: &mut RoundFiller<'_>) -> (f64, f64) {
+    fn markov(
+        &self,
+        settings: &ModelSettings,
+        filler: &mut RoundFiller<'_>,
+        workspace: &mut Workspace,
+    ) -> (f64, f64) {
         let r = self.regimes.len();
-        let factors = self.rates.duration_factors(settings.calibration_strength);
-        let seconds: Vec<f64> = self
-            .regimes
-            .seconds
-            .iter()
-            .zip(&factors)
-            .map(|(s, f)| s * f)
-            .collect();
-        let mut transitions = self.transitions.clone();
-        if let Some(last) = self.last_completed {
-            if let Some(count) = transitions.get_mut(last * r + self.current) {
-                *count += 1.0;
-            }
-        }
-        let visited: Vec<bool> = (0..r)
-            .map(|i| i == self.current || self.completed_counts.get(i).is_some_and(|&c| c > 0.0))
-            .collect();
-        let input = ChainInput {
-            seconds: &seconds,
-            must_visit: &self.regimes.must_visit,
-            visited: &visited,
-            transitions: &transitions,
-            current: self.current,
-            fraction: self.fraction,
-            epochs_after: self.total_epochs - self.completed - 1,
-            total_epochs: self.total_epochs,
-        };
+        let Workspace {
+            chain,
+            seconds,
+            transitions,
+            visited,
+            must_visit,
+            ..
+        } = workspace;
+        self.rate_factors_into(settings.calibration_strength, seconds);
+        seconds
+            .iter_mut()
+            .zip(&self.regimes)
+            .for_each(|(f, regime)| *f *= regime.seconds);
         if r == 1 {
             // One regime: the recursion is a product.
             let d = seconds.first().copied().unwrap_or(0.0);
@@ -555,14 +580,40 @@ impl JobModel {
             });
             return (epochs * d, 0.0);
         }
-        let chain = Chain::posterior(&input, &settings.prior);
-        chain.solve(&input, &settings.prior, Some(filler))
+        transitions.clear();
+        transitions.extend_from_slice(&self.transitions);
+        if let Some(last) = self.last_completed {
+            if let Some(count) = transitions.get_mut(last * r + self.current) {
+                *count += 1.0;
+            }
+        }
+        visited.clear();
+        visited.extend(
+            self.regimes
+                .iter()
+                .enumerate()
+                .map(|(i, regime)| i == self.current || regime.completed_epochs > 0.0),
+        );
+        must_visit.clear();
+        must_visit.extend(self.regimes.iter().map(|regime| regime.must_visit));
+        let input = ChainInput {
+            seconds,
+            must_visit,
+            visited,
+            transitions,
+            current: self.current,
+            fraction: self.fraction,
+            epochs_after: self.total_epochs - self.completed - 1,
+            total_epochs: self.total_epochs,
+        };
+        markov::solve(&input, &settings.prior, chain, Some(filler))
     }
 
     fn oracle(
         &self,
         settings: &ModelSettings,
         filler: &mut RoundFiller<'_>,
+        workspace: &mut Workspace,
     ) -> Result<(f64, f64), AdaptationError> {
         let profile = self.profile.as_ref().ok_or_else(|| {
             AdaptationError::new(
@@ -570,7 +621,8 @@ impl JobModel {
                 "'oracle' needs the job's future schedule (its profile)",
             )
         })?;
-        let factors = self.rates.duration_factors(settings.calibration_strength);
+        let factors = &mut workspace.seconds;
+        self.rate_factors_into(settings.calibration_strength, factors);
         let mut start = 0_u64;
         let mut total = 0.0;
         for run in &profile.runs {
@@ -593,36 +645,51 @@ impl JobModel {
         Ok((total, 0.0))
     }
 
-    fn dirichlet(&self, settings: &ModelSettings, filler: &mut RoundFiller<'_>) -> (f64, f64) {
-        let r = self.regimes.len();
+    fn dirichlet(
+        &self,
+        settings: &ModelSettings,
+        filler: &mut RoundFiller<'_>,
+        workspace: &mut Workspace,
+    ) -> (f64, f64) {
+        let Workspace {
+            seconds,
+            counts,
+            must_visit,
+            ..
+        } = workspace;
         let factor = self.window.factor();
-        let table = if settings.round_durations {
-            &self.regimes.rounded_seconds
-        } else {
-            &self.regimes.seconds
-        };
-        let seconds: Vec<f64> = table.iter().map(|s| s * factor).collect();
-        let seen = self.completed + 1;
-        let (observed, window_mean) = match &self.profile {
-            Some(profile) => (
-                profile.regime_counts(seen, r),
-                profile.head_seconds(seen, settings.round_durations) / seen as f64 * factor,
-            ),
-            None => {
-                let mut counts = self.completed_counts.clone();
-                if let Some(c) = counts.get_mut(self.current) {
-                    *c += 1.0;
+        seconds.clear();
+        seconds.extend(self.regimes.iter().map(|regime| {
+            factor
+                * if settings.round_durations {
+                    regime.rounded_seconds
+                } else {
+                    regime.seconds
                 }
-                let sum: f64 = counts.iter().zip(&seconds).map(|(n, d)| n * d).sum();
-                (counts, sum / seen as f64)
+        }));
+        must_visit.clear();
+        must_visit.extend(self.regimes.iter().map(|regime| regime.must_visit));
+        let seen = self.completed + 1;
+        counts.clear();
+        let window_mean = match &self.profile {
+            Some(profile) => {
+                profile.regime_counts_into(seen, self.regimes.len(), counts);
+                profile.head_seconds(seen, settings.round_durations) / seen as f64 * factor
+            }
+            None => {
+                counts.extend(self.regimes.iter().enumerate().map(|(i, regime)| {
+                    regime.completed_epochs + if i == self.current { 1.0 } else { 0.0 }
+                }));
+                let sum: f64 = counts.iter().zip(seconds.iter()).map(|(n, d)| n * d).sum();
+                sum / seen as f64
             }
         };
         let estimate = dirichlet::estimate(
             self.total_epochs,
             self.completed,
-            &observed,
-            &self.regimes.must_visit,
-            &seconds,
+            counts,
+            must_visit,
+            seconds,
         );
         let epochs = (self.total_epochs - self.completed) as f64 - self.fraction;
         filler.push(Segment {
@@ -633,34 +700,62 @@ impl JobModel {
     }
 }
 
-fn lookup(regimes: &Regimes, batch_size: i64) -> Option<usize> {
+fn lookup(regimes: &[Regime], batch_size: i64) -> Option<usize> {
     if batch_size < 1 {
         return None;
     }
-    regimes.index_of(batch_size.unsigned_abs())
+    regime_index(regimes, batch_size.unsigned_abs())
 }
 
 fn unknown_batch_size(
     field: &str,
     job_id: Option<i64>,
     batch_size: i64,
-    regimes: &Regimes,
+    regimes: &[Regime],
 ) -> AdaptationError {
-    let reason = format!(
-        "batch size {batch_size} is not one of the job's regimes {:?}",
-        regimes.batch_sizes
-    );
+    let known: Vec<u64> = regimes.iter().map(|regime| regime.batch_size).collect();
+    let reason = format!("batch size {batch_size} is not one of the job's regimes {known:?}");
     match job_id {
         Some(id) => AdaptationError::for_job(id, field, reason),
         None => AdaptationError::new(field, reason),
     }
 }
 
+/// Hasher for job ids: one multiplication (ids are not adversarial; lookups are the hot path
+/// of [`JobModels::observe`]).
+#[derive(Debug, Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IdMap = HashMap<i64, usize, BuildHasherDefault<IdHasher>>;
+
 /// The adaptation state of every active job, keyed by job id.
 #[derive(Debug, Clone)]
 pub struct JobModels {
     settings: ModelSettings,
-    jobs: BTreeMap<i64, JobModel>,
+    /// Job states, in no particular order.
+    slots: Vec<JobModel>,
+    /// Job id of each slot.
+    slot_ids: Vec<i64>,
+    /// Slot of each job id.
+    index: IdMap,
+    /// Slots in ascending job-id order.
+    order: Vec<usize>,
 }
 
 impl JobModels {
@@ -669,7 +764,10 @@ impl JobModels {
         settings.validate()?;
         Ok(Self {
             settings,
-            jobs: BTreeMap::new(),
+            slots: Vec::new(),
+            slot_ids: Vec::new(),
+            index: IdMap::default(),
+            order: Vec::new(),
         })
     }
 
@@ -680,73 +778,103 @@ impl JobModels {
 
     /// Number of jobs held.
     pub fn len(&self) -> usize {
-        self.jobs.len()
+        self.slots.len()
     }
 
     /// Whether no job is held.
     pub fn is_empty(&self) -> bool {
-        self.jobs.is_empty()
+        self.slots.is_empty()
     }
 
     /// Whether `job_id` is held.
     pub fn contains(&self, job_id: i64) -> bool {
-        self.jobs.contains_key(&job_id)
+        self.index.contains_key(&job_id)
     }
 
     /// Ids of the jobs held, ascending.
     pub fn job_ids(&self) -> Vec<i64> {
-        self.jobs.keys().copied().collect()
+        self.order
+            .iter()
+            .filter_map(|&slot| self.slot_ids.get(slot).copied())
+            .collect()
     }
 
     /// The state of one job.
     pub fn get(&self, job_id: i64) -> Option<&JobModel> {
-        self.jobs.get(&job_id)
+        self.index
+            .get(&job_id)
+            .and_then(|&slot| self.slots.get(slot))
+    }
+
+    fn slot(&self, field: &str, job_id: i64) -> Result<usize, AdaptationError> {
+        self.index
+            .get(&job_id)
+            .copied()
+            .ok_or_else(|| unknown_job(field, job_id))
     }
 
     /// Add a job (on arrival).
     pub fn add(&mut self, job_id: i64, spec: &JobSpec<'_>) -> Result<(), AdaptationError> {
-        if self.jobs.contains_key(&job_id) {
+        if self.index.contains_key(&job_id) {
             return Err(AdaptationError::new(
                 "job_id",
                 format!("job {job_id} is already held"),
             ));
         }
-        let job = JobModel::from_spec(spec).map_err(|e| {
-            AdaptationError::new(e.field, format!("job {job_id}: {}", e.reason))
-        })?;
-        self.jobs.insert(job_id, job);
+        let job = JobModel::from_spec(spec)
+            .map_err(|e| AdaptationError::new(e.field, format!("job {job_id}: {}", e.reason)))?;
+        let slot = self.slots.len();
+        self.slots.push(job);
+        self.slot_ids.push(job_id);
+        self.index.insert(job_id, slot);
+        let position = self
+            .order
+            .partition_point(|&s| self.slot_ids.get(s).is_some_and(|&id| id < job_id));
+        self.order.insert(position, slot);
         Ok(())
     }
 
     /// Remove a job (on completion).
     pub fn remove(&mut self, job_id: i64) -> Result<(), AdaptationError> {
-        self.jobs
-            .remove(&job_id)
-            .map(|_| ())
-            .ok_or_else(|| unknown_job("job_id", job_id))
+        let slot = self.slot("job_id", job_id)?;
+        self.index.remove(&job_id);
+        self.order.retain(|&s| s != slot);
+        self.slots.swap_remove(slot);
+        self.slot_ids.swap_remove(slot);
+        // The last slot moved into `slot`.
+        let moved = self.slots.len();
+        if slot < moved {
+            if let Some(&moved_id) = self.slot_ids.get(slot) {
+                self.index.insert(moved_id, slot);
+            }
+            if let Some(entry) = self.order.iter_mut().find(|s| **s == moved) {
+                *entry = slot;
+            }
+        }
+        Ok(())
     }
 
     /// Record progress of several jobs. Everything is validated before anything changes; a job
     /// may appear once per call.
     pub fn observe(&mut self, updates: &[ProgressUpdate<'_>]) -> Result<(), AdaptationError> {
-        let mut seen = HashSet::with_capacity(updates.len());
+        let mut seen = vec![false; self.slots.len()];
         let mut valid = Vec::with_capacity(updates.len());
         for update in updates {
-            if !seen.insert(update.job_id) {
+            let slot = self.slot("job_ids", update.job_id)?;
+            let (Some(job), Some(flag)) = (self.slots.get(slot), seen.get_mut(slot)) else {
+                return Err(unknown_job("job_ids", update.job_id));
+            };
+            if std::mem::replace(flag, true) {
                 return Err(AdaptationError::for_job(
                     update.job_id,
                     "job_ids",
                     "appears twice in one call",
                 ));
             }
-            let job = self
-                .jobs
-                .get(&update.job_id)
-                .ok_or_else(|| unknown_job("job_ids", update.job_id))?;
-            valid.push((update.job_id, job.check_progress(update)?));
+            valid.push((slot, job.check_progress(update)?));
         }
-        for (id, update) in valid {
-            if let Some(job) = self.jobs.get_mut(&id) {
+        for (slot, update) in valid {
+            if let Some(job) = self.slots.get_mut(slot) {
                 job.apply_progress(update);
             }
         }
@@ -758,24 +886,21 @@ impl JobModels {
         &mut self,
         samples: &[ThroughputSample],
     ) -> Result<(), AdaptationError> {
-        let mut last_round: BTreeMap<i64, u64> = BTreeMap::new();
+        let mut last_round: Vec<Option<u64>> = vec![None; self.slots.len()];
         let mut valid = Vec::with_capacity(samples.len());
         for sample in samples {
-            let job = self
-                .jobs
-                .get(&sample.job_id)
-                .ok_or_else(|| unknown_job("job_ids", sample.job_id))?;
-            let previous = last_round
-                .get(&sample.job_id)
-                .copied()
-                .or_else(|| job.window.last_round());
+            let slot = self.slot("job_ids", sample.job_id)?;
+            let (Some(job), Some(last)) = (self.slots.get(slot), last_round.get_mut(slot)) else {
+                return Err(unknown_job("job_ids", sample.job_id));
+            };
+            let previous = last.or_else(|| job.window.last_round());
             let (round, regime, seconds) = job.check_sample(sample, previous)?;
-            last_round.insert(sample.job_id, round);
-            valid.push((sample.job_id, round, regime, seconds));
+            *last = Some(round);
+            valid.push((slot, round, regime, seconds));
         }
         let settings = self.settings;
-        for (id, round, regime, seconds) in valid {
-            if let Some(job) = self.jobs.get_mut(&id) {
+        for (slot, round, regime, seconds) in valid {
+            if let Some(job) = self.slots.get_mut(slot) {
                 job.apply_sample(round, regime, seconds, &settings);
             }
         }
@@ -802,7 +927,7 @@ impl JobModels {
         };
         let jobs: Vec<&JobModel> = ids
             .iter()
-            .map(|id| self.jobs.get(id).ok_or_else(|| unknown_job("job_ids", *id)))
+            .map(|&id| self.get(id).ok_or_else(|| unknown_job("job_ids", id)))
             .collect::<Result<_, _>>()?;
         let n = jobs.len();
         let mut mean = vec![0.0; n];
@@ -894,15 +1019,21 @@ impl Task<'_, '_> {
         num_rounds: usize,
         round_seconds: f64,
     ) -> Result<(), AdaptationError> {
+        let mut workspace = Workspace::default();
         let mut rows = self.valuations.chunks_mut(num_rounds.max(1));
-        let outputs = self.mean.iter_mut().zip(self.std.iter_mut()).zip(self.offsets.iter_mut());
+        let outputs = self
+            .mean
+            .iter_mut()
+            .zip(self.std.iter_mut())
+            .zip(self.offsets.iter_mut());
         for (job, ((mean, std), offset)) in self.jobs.iter().zip(outputs) {
             let row: &mut [f64] = if num_rounds == 0 {
                 &mut []
             } else {
                 rows.next().unwrap_or_default()
             };
-            (*mean, *std, *offset) = job.predict_into(estimator, settings, round_seconds, row)?;
+            (*mean, *std, *offset) =
+                job.predict_with(estimator, settings, round_seconds, row, &mut workspace)?;
         }
         Ok(())
     }
@@ -980,4 +1111,68 @@ pub fn predict_remaining(
     job.apply_progress(valid);
     let (mean, std, _) = job.predict_into(estimator, settings, 1.0, &mut [])?;
     Ok((mean, std))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(epochs: usize) -> (Vec<i64>, Vec<f64>) {
+        (vec![32; epochs], vec![10.0; epochs])
+    }
+
+    #[test]
+    fn slots_stay_consistent_through_removals() -> Result<(), AdaptationError> {
+        let mut models = JobModels::new(ModelSettings::default())?;
+        for (id, epochs) in [(5, 5), (1, 1), (9, 9), (3, 3), (7, 7)] {
+            let (bs, secs) = spec(epochs);
+            let job = JobSpec {
+                batch_sizes: &bs,
+                epoch_seconds: &secs,
+                extra_regimes: &[],
+                samples_per_epoch: None,
+            };
+            models.add(id, &job)?;
+        }
+        assert_eq!(models.job_ids(), vec![1, 3, 5, 7, 9]);
+        models.remove(1)?;
+        models.remove(9)?;
+        assert!(models.remove(9).is_err());
+        assert_eq!(models.job_ids(), vec![3, 5, 7]);
+        for id in [3, 5, 7] {
+            assert_eq!(models.get(id).map(JobModel::total_epochs), Some(id as u64));
+        }
+        let prediction = models.predict(None, Estimator::Oracle, 0, 120.0)?;
+        assert_eq!(prediction.mean_seconds, vec![30.0, 50.0, 70.0]);
+        Ok(())
+    }
+
+    #[test]
+    fn observe_is_all_or_nothing() -> Result<(), AdaptationError> {
+        let mut models = JobModels::new(ModelSettings::default())?;
+        let (bs, secs) = spec(4);
+        let job = JobSpec {
+            batch_sizes: &bs,
+            epoch_seconds: &secs,
+            extra_regimes: &[],
+            samples_per_epoch: None,
+        };
+        models.add(1, &job)?;
+        models.add(2, &job)?;
+        let good = ProgressUpdate {
+            job_id: 1,
+            epochs_done: 2.0,
+            current_batch_size: 32,
+            completed_batch_sizes: None,
+        };
+        let bad = ProgressUpdate {
+            job_id: 2,
+            epochs_done: 9.0,
+            ..good
+        };
+        let err = models.observe(&[good, bad]).err();
+        assert_eq!(err.map(|e| e.field), Some("epochs_done".to_string()));
+        assert_eq!(models.get(1).map(JobModel::epochs_done), Some(0.0));
+        Ok(())
+    }
 }

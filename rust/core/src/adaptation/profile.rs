@@ -11,71 +11,78 @@ pub fn rounded_seconds(seconds: f64) -> f64 {
     seconds.round_ties_even().max(1.0)
 }
 
-/// The candidate regimes of one job: batch sizes in ascending order with their epoch durations.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Regimes {
-    /// Batch sizes, strictly ascending.
-    pub batch_sizes: Vec<u64>,
-    /// Mean epoch duration of each regime, seconds (the profile's, unrounded).
-    pub seconds: Vec<f64>,
-    /// Mean of the epoch durations rounded to whole seconds (min 1 s), the original planner's
+/// One candidate regime of a job: a batch size with its epoch durations, and what has been
+/// observed of it (kept together so that a job's per-regime data is one allocation).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Regime {
+    /// Batch size.
+    pub batch_size: u64,
+    /// Mean epoch duration, seconds (the profile's, unrounded).
+    pub seconds: f64,
+    /// Mean of the epoch durations rounded to whole seconds (min 1 s): the original planner's
     /// duration table.
-    pub rounded_seconds: Vec<f64>,
+    pub rounded_seconds: f64,
     /// Whether the regime is known to be used (it appears in the profile schedule); extra
     /// candidate regimes may or may not be visited.
-    pub must_visit: Vec<bool>,
+    pub must_visit: bool,
+    /// Completed epochs observed in this regime.
+    pub completed_epochs: f64,
+    /// Sum of the rate ratios (profiled / measured epoch seconds) of its throughput samples.
+    pub rate_sum: f64,
+    /// Number of its throughput samples.
+    pub rate_samples: f64,
 }
 
-impl Regimes {
-    /// Number of regimes.
-    pub fn len(&self) -> usize {
-        self.batch_sizes.len()
-    }
-
-    /// Whether there is no regime (never true for a constructed job).
-    pub fn is_empty(&self) -> bool {
-        self.batch_sizes.is_empty()
-    }
-
-    /// Index of the regime with batch size `batch_size`.
-    pub fn index_of(&self, batch_size: u64) -> Option<usize> {
-        self.batch_sizes.binary_search(&batch_size).ok()
-    }
-
-    /// Regimes from `(batch size, seconds, must_visit)` triples in any order.
-    ///
-    /// `seconds` is the unrounded mean duration; `rounded` the mean of the rounded per-epoch
-    /// durations. Duplicated batch sizes are an error naming `field`.
-    pub(crate) fn from_entries(
-        mut entries: Vec<(u64, f64, f64, bool)>,
-        field: &str,
-    ) -> Result<Self, AdaptationError> {
-        if entries.is_empty() {
-            return Err(AdaptationError::new(field, "no batch size given"));
+impl Regime {
+    fn new(batch_size: u64, seconds: f64, rounded_seconds: f64, must_visit: bool) -> Self {
+        Self {
+            batch_size,
+            seconds,
+            rounded_seconds,
+            must_visit,
+            completed_epochs: 0.0,
+            rate_sum: 0.0,
+            rate_samples: 0.0,
         }
-        if entries.len() > MAX_REGIMES {
-            return Err(AdaptationError::new(
-                field,
-                format!(
-                    "{} distinct batch sizes; at most {MAX_REGIMES} are supported",
-                    entries.len()
-                ),
-            ));
-        }
-        entries.sort_by_key(|entry| entry.0);
-        if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
-            return Err(AdaptationError::new(
-                field,
-                format!("batch size {} is given twice", pair[0].0),
-            ));
-        }
-        Ok(Self {
-            batch_sizes: entries.iter().map(|entry| entry.0).collect(),
-            seconds: entries.iter().map(|entry| entry.1).collect(),
-            rounded_seconds: entries.iter().map(|entry| entry.2).collect(),
-            must_visit: entries.iter().map(|entry| entry.3).collect(),
-        })
     }
+}
+
+/// Index of the regime with batch size `batch_size` in `regimes` (ascending batch sizes).
+pub fn regime_index(regimes: &[Regime], batch_size: u64) -> Option<usize> {
+    regimes
+        .binary_search_by_key(&batch_size, |regime| regime.batch_size)
+        .ok()
+}
+
+/// Regimes from `(batch size, seconds, rounded seconds, must_visit)` entries in any order,
+/// sorted by batch size. Duplicated batch sizes are an error naming `field`.
+pub(crate) fn regimes_from_entries(
+    mut entries: Vec<(u64, f64, f64, bool)>,
+    field: &str,
+) -> Result<Vec<Regime>, AdaptationError> {
+    if entries.is_empty() {
+        return Err(AdaptationError::new(field, "no batch size given"));
+    }
+    if entries.len() > MAX_REGIMES {
+        return Err(AdaptationError::new(
+            field,
+            format!(
+                "{} distinct batch sizes; at most {MAX_REGIMES} are supported",
+                entries.len()
+            ),
+        ));
+    }
+    entries.sort_by_key(|entry| entry.0);
+    if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        return Err(AdaptationError::new(
+            field,
+            format!("batch size {} is given twice", pair[0].0),
+        ));
+    }
+    Ok(entries
+        .into_iter()
+        .map(|(bs, s, r, m)| Regime::new(bs, s, r, m))
+        .collect())
 }
 
 /// A run of consecutive profile epochs with the same batch size and duration.
@@ -109,7 +116,7 @@ impl Profile {
         batch_sizes: &[i64],
         epoch_seconds: &[f64],
         extra_regimes: &[(i64, f64)],
-    ) -> Result<(Self, Regimes), AdaptationError> {
+    ) -> Result<(Self, Vec<Regime>), AdaptationError> {
         if batch_sizes.is_empty() {
             return Err(AdaptationError::new(
                 "batch_sizes",
@@ -183,11 +190,10 @@ impl Profile {
             }
             entries.push((bs.unsigned_abs(), s, rounded_seconds(s), false));
         }
-        let regimes = Regimes::from_entries(entries, "batch_sizes")?;
+        let regimes = regimes_from_entries(entries, "batch_sizes")?;
         let mut runs: Vec<Run> = Vec::new();
         for (&bs, &s) in batch_sizes.iter().zip(epoch_seconds) {
-            let regime = regimes
-                .index_of(bs.unsigned_abs())
+            let regime = regime_index(&regimes, bs.unsigned_abs())
                 .ok_or_else(|| AdaptationError::new("batch_sizes", "internal regime lookup"))?;
             match runs.last_mut() {
                 Some(run) if run.regime == regime && run.seconds.to_bits() == s.to_bits() => {
@@ -219,7 +225,15 @@ impl Profile {
 
     /// Number of epochs of each regime among the first `epochs` epochs of the profile.
     pub fn regime_counts(&self, epochs: u64, num_regimes: usize) -> Vec<f64> {
-        let mut counts = vec![0.0; num_regimes];
+        let mut counts = Vec::new();
+        self.regime_counts_into(epochs, num_regimes, &mut counts);
+        counts
+    }
+
+    /// [`Profile::regime_counts`] into a reused buffer.
+    pub fn regime_counts_into(&self, epochs: u64, num_regimes: usize, counts: &mut Vec<f64>) {
+        counts.clear();
+        counts.resize(num_regimes, 0.0);
         let mut left = epochs;
         for run in &self.runs {
             if left == 0 {
@@ -231,7 +245,6 @@ impl Profile {
             }
             left -= take;
         }
-        counts
     }
 
     /// Sum of the first `epochs` epoch durations, rounded ones if `rounded`.
@@ -269,8 +282,10 @@ mod tests {
             &[10.0, 10.0, 6.0, 6.0, 6.0, 10.0],
             &[(128, 4.0)],
         )?;
-        assert_eq!(regimes.batch_sizes, vec![32, 64, 128]);
-        assert_eq!(regimes.must_visit, vec![true, true, false]);
+        let sizes: Vec<u64> = regimes.iter().map(|r| r.batch_size).collect();
+        let must: Vec<bool> = regimes.iter().map(|r| r.must_visit).collect();
+        assert_eq!(sizes, vec![32, 64, 128]);
+        assert_eq!(must, vec![true, true, false]);
         assert_eq!(profile.runs.len(), 3);
         assert_eq!(profile.total_epochs, 6);
         assert_eq!(profile.regime_at(2), 1);

@@ -34,15 +34,6 @@ impl Estimator {
             )),
         }
     }
-
-    /// The estimator's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Markov => "markov",
-            Self::Dirichlet => "dirichlet",
-            Self::Oracle => "oracle",
-        }
-    }
 }
 
 /// Settings shared by all jobs of a [`JobModels`].
@@ -298,11 +289,6 @@ impl JobModel {
         self.regimes
             .get(self.current)
             .map_or(0, |regime| regime.batch_size)
-    }
-
-    /// Observed transition counts between consecutive completed epochs, row-major `R x R`.
-    pub fn transition_counts(&self) -> &[f64] {
-        &self.transitions
     }
 
     /// The `dirichlet` calibration multiplier (the original's sticky factor).

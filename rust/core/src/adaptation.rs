@@ -1,1 +1,0 @@
-//! Stochastic model of dynamic batch-size adaptation (to be written: issue 4).

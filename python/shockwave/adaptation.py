@@ -453,7 +453,9 @@ def runtime_regimes(job: Job, throughputs: ThroughputTable) -> dict[int, float]:
     )
     if not candidates:
         return {}
-    seconds = epoch_durations(job.model, candidates, job.gang_size, throughputs)
+    seconds = epoch_durations(
+        job.model, np.array(candidates, dtype=np.int64), job.gang_size, throughputs
+    )
     return {b: float(s) for b, s in zip(candidates, seconds, strict=True)}
 
 

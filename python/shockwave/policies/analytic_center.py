@@ -1,0 +1,200 @@
+"""Interior points of a box with one knapsack constraint: what an interior-point solver returns
+when a program has many optimal (or merely feasible) points.
+
+The original's baselines call an interior-point solver (ECOS) on linear programs whose optimum is
+often not unique: max-min fairness with fewer jobs than GPUs, max-sum-throughput with jobs of the
+same type, the feasibility program of minimum total duration. Such a solver follows the *central
+path* ``x(mu) = argmax c.x + mu * sum(log slacks)`` towards ``mu -> 0``. Two consequences matter to
+the round mechanism, which ranks jobs by ``x_i / time received``:
+
+* among many optima it lands on the **analytic center** of the optimal face (the point maximising
+  the sum of the logarithms of the slacks of the inequalities that are not tight on the whole
+  face): :func:`analytic_center`, :func:`interior_point`;
+* a variable at a bound is not exactly there but off by ``~ mu / reduced cost``: a job the
+  optimum gives nothing still gets a tiny positive share, larger the closer it came to being
+  chosen. :func:`central_path_point` returns ``x(mu)`` for a small ``mu``, which reproduces these
+  shares and so the order in which the mechanism backfills such jobs.
+
+The sets are ``{x : x_i >= l_ki for every bound k, x_i <= u_i, sum_i w_i x_i <= C}``: a variable
+may carry several lower bounds (``x >= 0`` and ``x >= l``), each with its own barrier term, exactly
+as the constraints appear in the original programs.
+
+The knapsack is handled through its slack ``s = C - w.x`` in ``(0, C - w.floor)``: for a given
+slack the multiplier is ``1 / s`` (``mu / s`` on the central path), every variable solves its own
+monotone stationarity equation (closed form or bracketed Newton steps, vectorised), and ``s`` is
+found by bracketed Newton steps on a bounded interval, so no step can overflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+_INNER_ITERATIONS = 100
+_OUTER_ITERATIONS = 200
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def analytic_center(
+    lower: Sequence[FloatArray],
+    upper: FloatArray,
+    weight: FloatArray,
+    capacity: float,
+) -> FloatArray:
+    """Maximise ``sum_i [sum_k log(x_i - l_ki) + log(u_i - x_i)] + log(C - w.x)``.
+
+    Args:
+        lower: one or more arrays of lower bounds (each a barrier term).
+        upper: upper bounds, each above every lower bound of its variable.
+        weight: knapsack weights ``w_i > 0``.
+        capacity: ``C``, above ``sum_i w_i * max_k l_ki``.
+
+    Raises:
+        ValueError: if the set has no interior.
+    """
+    bounds = np.vstack([np.asarray(b, dtype=np.float64) for b in lower])
+    floor = bounds.max(axis=0)
+    if np.any(floor >= upper):
+        raise ValueError("every upper bound must exceed the lower bounds")
+    room = capacity - float(weight @ floor)
+    if not room > 0.0:
+        raise ValueError(f"no interior: the lower bounds use {capacity - room!r} of {capacity!r}")
+
+    def point(slack: float) -> tuple[FloatArray, float, float]:
+        x, slope = _stationary_point(bounds, floor, upper, weight / slack)
+        # dx/ds = -(w / s^2) / F'(x), with F' < 0
+        return x, float(weight @ x), float(weight @ (-(weight / slack**2) / slope))
+
+    slack = _solve_slack(point, capacity, room, guess=room / (upper.shape[0] + 1.0))
+    return point(slack)[0]
+
+
+def interior_point(
+    lower: Sequence[FloatArray],
+    upper: FloatArray,
+    weight: FloatArray,
+    capacity: float,
+) -> FloatArray:
+    """The analytic center of ``{x : x >= l_k, x <= u, w.x <= C}``, degenerate cases included:
+    a variable whose lower bounds reach its upper bound is fixed there, and when the knapsack
+    leaves no room above the lower bounds the result is the lower bounds themselves.
+    """
+    bounds = [np.asarray(b, dtype=np.float64) for b in lower]
+    floor = np.max(np.vstack(bounds), axis=0)
+    x = np.minimum(floor, upper)
+    free = floor < upper
+    if not free.any():
+        return x
+    room = capacity - float(weight[~free] @ x[~free])
+    if float(weight[free] @ floor[free]) >= room * (1.0 - 8 * _EPS):
+        return x
+    x[free] = analytic_center([b[free] for b in bounds], upper[free], weight[free], room)
+    return x
+
+
+def central_path_point(
+    objective: FloatArray, weight: FloatArray, capacity: float, mu: float
+) -> FloatArray:
+    """``argmax c.x / mu + sum_i [log x_i + log(1 - x_i)] + log(C - w.x)`` over ``0 < x < 1``.
+
+    The point of the central path of ``max c.x s.t. 0 <= x <= 1, w.x <= C`` at barrier weight
+    ``mu`` (in the units of ``c``).
+    """
+    if not mu > 0.0:
+        raise ValueError(f"mu must be > 0, got {mu!r}")
+
+    def point(slack: float) -> tuple[FloatArray, float, float]:
+        # 1/x - 1/(1-x) = (mu/s * w - c) / mu = w/s - c/mu
+        target = weight / slack - objective / mu
+        x = _unit_box_root(target)
+        slope = -(1.0 / x**2 + 1.0 / (1.0 - x) ** 2)
+        return x, float(weight @ x), float(weight @ (-(weight / slack**2) / slope))
+
+    return point(_solve_slack(point, capacity, capacity, guess=capacity / 2.0))[0]
+
+
+def _unit_box_root(target: FloatArray) -> FloatArray:
+    """The root in ``(0, 1)`` of ``1/x - 1/(1-x) = t``, stable for any ``t``."""
+    magnitude = np.abs(target)
+    # for t > 0: x = 2 / ((t + 2) + sqrt(t^2 + 4)); for t < 0, 1 - x is that of -t
+    with np.errstate(over="ignore"):
+        root = np.sqrt(magnitude * magnitude + 4.0)
+    root = np.where(np.isfinite(root), root, magnitude)
+    small = 2.0 / ((magnitude + 2.0) + root)
+    return np.where(target >= 0.0, small, 1.0 - small)
+
+
+def _stationary_point(
+    bounds: FloatArray, floor: FloatArray, upper: FloatArray, target: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Solve ``sum_k 1/(x - l_k) - 1/(u - x) = t`` per variable; return ``x`` and the slope of
+    the left-hand side there (negative). The left-hand side decreases from +inf to -inf."""
+    width = upper - floor
+    ties = np.sum(bounds == floor, axis=0)
+    # start near the dominant pole
+    guess = np.where(
+        target > 0.0,
+        floor + np.minimum(ties / np.where(target > 0.0, target, 1.0), 0.5 * width),
+        upper - np.minimum(1.0 / np.where(target < 0.0, -target, 1.0), 0.5 * width),
+    )
+    x = np.where(target == 0.0, floor + 0.5 * width, guess)
+    low, high = floor.copy(), upper.copy()
+    slope = np.full_like(x, -1.0)
+    for _ in range(_INNER_ITERATIONS):
+        gaps = x - bounds
+        # A gap below the floating-point resolution reads as 0: +inf (x too low), bisect.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.sum(1.0 / gaps, axis=0)
+            ceiling = 1.0 / (upper - x)
+            value = terms - ceiling - target
+            slope = -(np.sum(1.0 / gaps**2, axis=0) + ceiling**2)
+            newton = x - value / slope
+        low = np.where(value > 0.0, x, low)
+        high = np.where(value < 0.0, x, high)
+        inside = (newton >= low) & (newton <= high)
+        new = np.where(inside, newton, 0.5 * (low + high))
+        settled = (np.abs(value) <= 1e-13 * (np.abs(terms) + ceiling + np.abs(target))) | (
+            high - low <= 4 * _EPS * np.maximum(np.abs(x), width)
+        )
+        x = np.where(settled, x, new)
+        if settled.all():
+            break
+    return x, slope
+
+
+def _solve_slack(
+    point: Callable[[float], tuple[FloatArray, float, float]],
+    capacity: float,
+    room: float,
+    guess: float,
+) -> float:
+    """The slack ``s`` in ``(0, room)`` with ``w.x(s) + s = C``.
+
+    ``point(s)`` returns ``x(s)``, ``w.x(s)`` and ``w.dx/ds``. ``h(s) = w.x(s) + s - C``
+    increases from below 0 to above 0 on the interval; safeguarded Newton steps, bisection in
+    ``log s`` when a step leaves the bracket.
+    """
+    low, high = 0.0, room
+    s = min(max(guess, room * 1e-12), room * 0.5)
+    for _ in range(_OUTER_ITERATIONS):
+        _, load, derivative = point(s)
+        value = load + s - capacity
+        if value > 0.0:
+            high = s
+        elif value < 0.0:
+            low = s
+        else:
+            return s
+        step = s - value / (derivative + 1.0)
+        if low < step < high:
+            candidate = step
+        else:
+            candidate = float(np.sqrt(low * high)) if low > 0.0 else 0.5 * high
+        if abs(candidate - s) <= 4 * _EPS * s or high - low <= 4 * _EPS * high:
+            return candidate
+        s = candidate
+    return s

@@ -25,13 +25,15 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from shockwave.sim.record import SimulationRecord
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -153,6 +155,8 @@ class SimulationResult:
 
     def jobs_frame(self) -> pd.DataFrame:
         """One row per job (trace order): times (s), rounds, fairness, whether dropped."""
+        import pandas as pd  # imported lazily: slow to import
+
         r = self.record
         return pd.DataFrame(
             {

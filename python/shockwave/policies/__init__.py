@@ -59,7 +59,7 @@ ORIGINAL_NAMES: dict[str, str] = {
 def policy_parameters(name: str) -> dict[str, Any]:
     """The tunable parameters of a built-in policy and their defaults."""
     factory = _factory(name)
-    if dataclasses.is_dataclass(factory):
+    if isinstance(factory, type) and dataclasses.is_dataclass(factory):
         return {
             f.name: f.default
             for f in dataclasses.fields(factory)

@@ -83,7 +83,7 @@ class AlloX(AllocationPolicy):
             first = self._first_on_each_gpu(candidates, state, free_gpus)
             x[first] = 1.0 / state.gang_size[first]
         self._previous = dict(zip(ids, x.tolist(), strict=True))
-        return x
+        return np.asarray(x, dtype=np.float64)
 
     def _first_on_each_gpu(
         self, candidates: npt.NDArray[np.int64], state: ClusterState, gpus: int

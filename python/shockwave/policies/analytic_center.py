@@ -34,7 +34,11 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 
-_INNER_ITERATIONS = 100
+_NEWTON_ITERATIONS = 100
+#: Knapsack room (relative to the capacity) below which a set counts as having no interior.
+_TIGHT = 1e-12
+#: Boxes narrower than this (relative) are treated as fixed.
+_NARROW = 1e-9
 _OUTER_ITERATIONS = 200
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -47,6 +51,9 @@ def analytic_center(
 ) -> FloatArray:
     """Maximise ``sum_i [sum_k log(x_i - l_ki) + log(u_i - x_i)] + log(C - w.x)``.
 
+    Damped Newton steps on this self-concordant barrier; the Hessian is diagonal plus one rank-one
+    term (the knapsack), so each step costs O(n) (Sherman-Morrison).
+
     Args:
         lower: one or more arrays of lower bounds (each a barrier term).
         upper: upper bounds, each above every lower bound of its variable.
@@ -58,19 +65,59 @@ def analytic_center(
     """
     bounds = np.vstack([np.asarray(b, dtype=np.float64) for b in lower])
     floor = bounds.max(axis=0)
-    if np.any(floor >= upper):
+    span = upper - floor
+    if np.any(span <= 0.0):
         raise ValueError("every upper bound must exceed the lower bounds")
     room = capacity - float(weight @ floor)
     if not room > 0.0:
         raise ValueError(f"no interior: the lower bounds use {capacity - room!r} of {capacity!r}")
 
-    def point(slack: float) -> tuple[FloatArray, float, float]:
-        x, slope = _stationary_point(bounds, floor, upper, weight / slack)
-        # dx/ds = -(w / s^2) / F'(x), with F' < 0
-        return x, float(weight @ x), float(weight @ (-(weight / slack**2) / slope))
+    def barrier(x: FloatArray) -> float:
+        slack = capacity - float(weight @ x)
+        if slack <= 0.0 or np.any(x <= floor) or np.any(x >= upper):
+            return -np.inf
+        return float(np.sum(np.log(x - bounds)) + np.sum(np.log(upper - x)) + np.log(slack))
 
-    slack = _solve_slack(point, capacity, room, guess=room / (upper.shape[0] + 1.0))
-    return point(slack)[0]
+    x = floor + np.minimum(0.5 * span, 0.5 * room / float(weight.sum()))
+    value = barrier(x)
+    if not np.isfinite(value):
+        raise ValueError("no interior at floating-point resolution")
+    for _ in range(_NEWTON_ITERATIONS):
+        gaps = x - bounds
+        top = upper - x
+        slack = capacity - float(weight @ x)
+        gradient = np.sum(1.0 / gaps, axis=0) - 1.0 / top - weight / slack
+        curvature = np.sum(1.0 / gaps**2, axis=0) + 1.0 / top**2
+        knapsack = weight / slack
+        d_gradient = gradient / curvature
+        d_knapsack = knapsack / curvature
+        step = d_gradient - d_knapsack * (
+            float(knapsack @ d_gradient) / (1.0 + float(knapsack @ d_knapsack))
+        )
+        decrement = float(gradient @ step)  # squared Newton decrement
+        if decrement <= 1e-20 or np.all(np.abs(step) <= 1e-15 * np.maximum(np.abs(x), span)):
+            break
+        # the longest step that stays strictly inside, then backtracking (Armijo)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            to_floor = np.where(step < 0.0, (x - floor) / -step, np.inf)
+            to_top = np.where(step > 0.0, top / step, np.inf)
+        limit = float(min(to_floor.min(), to_top.min()))
+        load = float(weight @ step)
+        if load > 0.0:
+            limit = min(limit, slack / load)
+        length = min(1.0, 0.99 * limit)
+        if decrement < 0.0625 and length == 1.0:  # quadratic convergence region
+            x = x + step
+            value = barrier(x)
+            continue
+        while length > 1e-20:
+            trial = x + length * step
+            trial_value = barrier(trial)
+            if trial_value >= value + 0.25 * length * decrement:
+                break
+            length *= 0.5
+        x, value = trial, trial_value
+    return np.asarray(x, dtype=np.float64)
 
 
 def interior_point(
@@ -85,12 +132,16 @@ def interior_point(
     """
     bounds = [np.asarray(b, dtype=np.float64) for b in lower]
     floor = np.max(np.vstack(bounds), axis=0)
-    x = np.minimum(floor, upper)
-    free = floor < upper
+    span = upper - floor
+    free = span > _NARROW * np.maximum(np.abs(upper), 1.0)
+    # a box narrower than the resolution is squeezed to its middle (or its upper bound)
+    x = np.where(span > 0.0, floor + 0.5 * span, upper)
     if not free.any():
         return x
     room = capacity - float(weight[~free] @ x[~free])
-    if float(weight[free] @ floor[free]) >= room * (1.0 - 8 * _EPS):
+    spare = room - float(weight[free] @ floor[free])
+    if spare <= _TIGHT * max(abs(capacity), 1.0):
+        x[free] = floor[free]  # no interior at floating-point resolution: the lower bounds
         return x
     x[free] = analytic_center([b[free] for b in bounds], upper[free], weight[free], room)
     return x
@@ -126,44 +177,6 @@ def _unit_box_root(target: FloatArray) -> FloatArray:
     root = np.where(np.isfinite(root), root, magnitude)
     small = 2.0 / ((magnitude + 2.0) + root)
     return np.where(target >= 0.0, small, 1.0 - small)
-
-
-def _stationary_point(
-    bounds: FloatArray, floor: FloatArray, upper: FloatArray, target: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """Solve ``sum_k 1/(x - l_k) - 1/(u - x) = t`` per variable; return ``x`` and the slope of
-    the left-hand side there (negative). The left-hand side decreases from +inf to -inf."""
-    width = upper - floor
-    ties = np.sum(bounds == floor, axis=0)
-    # start near the dominant pole
-    guess = np.where(
-        target > 0.0,
-        floor + np.minimum(ties / np.where(target > 0.0, target, 1.0), 0.5 * width),
-        upper - np.minimum(1.0 / np.where(target < 0.0, -target, 1.0), 0.5 * width),
-    )
-    x = np.where(target == 0.0, floor + 0.5 * width, guess)
-    low, high = floor.copy(), upper.copy()
-    slope = np.full_like(x, -1.0)
-    for _ in range(_INNER_ITERATIONS):
-        gaps = x - bounds
-        # A gap below the floating-point resolution reads as 0: +inf (x too low), bisect.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.sum(1.0 / gaps, axis=0)
-            ceiling = 1.0 / (upper - x)
-            value = terms - ceiling - target
-            slope = -(np.sum(1.0 / gaps**2, axis=0) + ceiling**2)
-            newton = x - value / slope
-        low = np.where(value > 0.0, x, low)
-        high = np.where(value < 0.0, x, high)
-        inside = (newton >= low) & (newton <= high)
-        new = np.where(inside, newton, 0.5 * (low + high))
-        settled = (np.abs(value) <= 1e-13 * (np.abs(terms) + ceiling + np.abs(target))) | (
-            high - low <= 4 * _EPS * np.maximum(np.abs(x), width)
-        )
-        x = np.where(settled, x, new)
-        if settled.all():
-            break
-    return x, slope
 
 
 def _solve_slack(

@@ -42,7 +42,7 @@ _BISECTION_STEPS = 400
 def isolated_share(gpus: int, gang: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     """``min(1, G / (N w_i))``, computed in the original's order of operations."""
     share = (gpus / gang.shape[0]) / gang.astype(np.float64)
-    return share / np.maximum(share, 1.0)
+    return np.asarray(share / np.maximum(share, 1.0), dtype=np.float64)
 
 
 class FinishTimeFairness(AllocationPolicy):

@@ -127,7 +127,7 @@ class GavelEngine(Engine):
         }
 
     def gpu_busy_seconds(self) -> FloatArray:
-        return self.gpu_busy.copy()
+        return np.array(self.gpu_busy, dtype=np.float64)
 
     # ---------------------------------------------------------------------------- loop
     def run(self) -> None:

@@ -89,10 +89,6 @@ class ProfileProgress:
         """Iterations run after ``seconds`` of work (piecewise linear within each epoch)."""
         index, fraction = self.position(jobs, seconds)
         done = self.cumulative_iterations[self.boundary_start[jobs] + index]
-        return done + fraction * self.iterations[self.epoch_start[jobs] + index]
-
-    def epoch_field(
-        self, values: npt.NDArray[np.generic], jobs: IntArray, index: IntArray
-    ) -> npt.NDArray[np.generic]:
-        """``values`` (an epoch-level array) at each job's epoch ``index``."""
-        return values[self.epoch_start[jobs] + index]
+        return np.asarray(
+            done + fraction * self.iterations[self.epoch_start[jobs] + index], dtype=np.float64
+        )

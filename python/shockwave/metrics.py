@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from shockwave.sim.record import SimulationRecord
-
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
+
+    from shockwave.sim.record import SimulationRecord
 
 FloatArray = npt.NDArray[np.float64]
 

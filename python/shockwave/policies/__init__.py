@@ -103,11 +103,23 @@ def make_policy(name: str, parameters: Mapping[str, Any] | None = None) -> Polic
     return factory(**parameters)
 
 
+def resolve_policy_name(name: str) -> str:
+    """The built-in policy called ``name``, also accepting the original's names
+    (``max_min_fairness`` for ``gavel``, ...).
+
+    Raises:
+        ValueError: for an unknown name.
+    """
+    if name in POLICIES:
+        return name
+    for ours, original in ORIGINAL_NAMES.items():
+        if name == original:
+            return ours
+    raise ValueError(f"unknown policy {name!r} (choose from {', '.join(POLICIES)})")
+
+
 def _factory(name: str) -> Callable[..., Policy]:
-    try:
-        return POLICIES[name]
-    except KeyError:
-        raise ValueError(f"unknown policy {name!r} (choose from {', '.join(POLICIES)})") from None
+    return POLICIES[resolve_policy_name(name)]
 
 
 __all__ = [
@@ -125,4 +137,5 @@ __all__ = [
     "RoundPolicy",
     "make_policy",
     "policy_parameters",
+    "resolve_policy_name",
 ]

@@ -189,7 +189,7 @@ class Engine(ABC):
             service_seconds=self.service[active],
             rounds_run=self.rounds_run[active],
             rounds_queued=self.rounds_queued[active],
-            ran_last_round=self.last_round_run[active] == previous,
+            ran_last_round=(self.last_round_run[active] == previous) & (previous >= 0),
             arrived=arrived,
             completed=completed,
             _samples=self.samples,

@@ -118,7 +118,7 @@ class ExactEngine(Engine):
     ) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
         """Advance the round's jobs; return (jobs, run seconds, completion times, work done)."""
         tau = self.tau
-        restarted = self.previous_round_run[jobs] != k - 1
+        restarted = (self.previous_round_run[jobs] != k - 1) | (k == 0)
         penalty = np.where(restarted, self.config.restart_penalty_seconds, 0.0)
         speed = np.ones(jobs.shape[0])
         if self.config.throughput_noise > 0.0 and jobs.shape[0]:

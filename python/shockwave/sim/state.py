@@ -64,9 +64,10 @@ class SampleLog:
         """Record one run of internal job ``job`` ending at boundary ``round_index``."""
         self._rows[job].append((round_index, steps_per_second, batch_size))
 
-    def of_position(self, position: int) -> ThroughputSamples:
-        """The samples of the job at ``position`` in the workload."""
-        rows = self._rows[int(self._internal[position])]
+    def of_position(self, position: int, through_round: int) -> ThroughputSamples:
+        """The samples of the job at ``position`` in the workload, up to boundary
+        ``through_round`` (a snapshot taken then must not see later rounds)."""
+        rows = [r for r in self._rows[int(self._internal[position])] if r[0] <= through_round]
         if not rows:
             empty = np.zeros(0, dtype=np.int64)
             return ThroughputSamples(empty, np.zeros(0, dtype=np.float64), empty.copy())
@@ -177,7 +178,7 @@ class ClusterState:
     def throughput_samples(self, index: int) -> ThroughputSamples:
         """Measured throughput samples of the ``index``-th active job (see
         :class:`ThroughputSamples`)."""
-        return self._samples.of_position(int(self.positions[index]))
+        return self._samples.of_position(int(self.positions[index]), self.round_index)
 
     def index_of(self, job_ids: npt.ArrayLike) -> IntArray:
         """Indices into the per-job arrays of the given ``job_ids``.

@@ -165,7 +165,11 @@ def central_path_point(
         slope = -(1.0 / x**2 + 1.0 / (1.0 - x) ** 2)
         return x, float(weight @ x), float(weight @ (-(weight / slack**2) / slope))
 
-    return point(_solve_slack(point, capacity, capacity, guess=capacity / 2.0))[0]
+    x = point(_solve_slack(point, capacity, capacity, guess=capacity / 2.0))[0]
+    # The marginal variable's equation subtracts two numbers of size ~1/mu: its precision is
+    # ~mu relative. Never let that rounding overfill the knapsack.
+    load = float(weight @ x)
+    return x * (capacity / load) if load > capacity else x
 
 
 def _unit_box_root(target: FloatArray) -> FloatArray:

@@ -54,7 +54,7 @@ def test_config_passes_parameters_and_rejects_unknown_keys(
     argv = ["simulate", *TRACE, *THROUGHPUTS, "--gpus", "32", "--policy", "allox"]
     assert main([*argv, "--config", str(good)]) == 0
     toml = tmp_path / "good.toml"
-    toml.write_text('[max_min_fairness]\n[simulation]\nrestart_penalty_seconds = 10.0\n')
+    toml.write_text("[max_min_fairness]\n[simulation]\nrestart_penalty_seconds = 10.0\n")
     assert main([*argv[:-1], "gavel", "--config", str(toml)]) == 0
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"allox": {"beta": 0.5}}))

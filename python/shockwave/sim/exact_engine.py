@@ -45,14 +45,16 @@ class ExactEngine(Engine):
         super().__init__(workload, policy, config, progress)
         self.profiles = ProfileProgress(self.jobs)
         self.work_done = np.zeros(self.n, dtype=np.float64)
+        self.epoch = np.zeros(self.n, dtype=np.int64)  # epoch in progress at work_done
         self.rng = np.random.default_rng(config.seed)
         self.makespan = 0.0
 
     def progress_columns(self, active: IntArray) -> dict[str, npt.NDArray[np.generic]]:
         p = self.profiles
         seconds = self.work_done[active]
-        index, fraction = p.position(active, seconds)
-        iterations = p.iterations_done(active, seconds)
+        index = self.epoch[active]
+        fraction = p.fraction(active, index, seconds)
+        iterations = p.iterations_done(active, index, seconds)
         total = p.total_iterations[active]
         epoch = p.epoch_start[active] + index
         return {
@@ -144,8 +146,11 @@ class ExactEngine(Engine):
         if self.mechanism is not None:
             self.mechanism.record_run(jobs, run)
         p = self.profiles
-        gained = p.iterations_done(jobs, self.work_done[jobs]) - p.iterations_done(jobs, before)
-        index = p.epoch_index(jobs, before)
+        index = self.epoch[jobs]
+        after = self.work_done[jobs]
+        new_index = p.epoch_index(jobs, after)
+        gained = p.iterations_done(jobs, new_index, after) - p.iterations_done(jobs, index, before)
+        self.epoch[jobs] = new_index
         sizes = p.batch_size[p.epoch_start[jobs] + index]
         rates = np.where(run > 0.0, gained / np.where(run > 0.0, run, 1.0), 0.0)
         for job, rate, size in zip(jobs.tolist(), rates.tolist(), sizes.tolist(), strict=True):

@@ -77,18 +77,17 @@ class ProfileProgress:
         step_up = (index < last) & (self.cumulative_seconds[base + after] <= seconds)
         return np.where(step_up, after, index).astype(np.int64)
 
-    def position(self, jobs: IntArray, seconds: FloatArray) -> tuple[IntArray, FloatArray]:
-        """``(epoch index, fraction of that epoch done)`` after ``seconds`` of work."""
-        index = self.epoch_index(jobs, seconds)
+    def fraction(self, jobs: IntArray, index: IntArray, seconds: FloatArray) -> FloatArray:
+        """The fraction of epoch ``index`` done after ``seconds`` of work."""
         start = self.cumulative_seconds[self.boundary_start[jobs] + index]
         length = self.duration[self.epoch_start[jobs] + index]
-        fraction = np.clip((seconds - start) / length, 0.0, 1.0)
-        return index, fraction
+        return np.asarray(np.clip((seconds - start) / length, 0.0, 1.0), dtype=np.float64)
 
-    def iterations_done(self, jobs: IntArray, seconds: FloatArray) -> FloatArray:
-        """Iterations run after ``seconds`` of work (piecewise linear within each epoch)."""
-        index, fraction = self.position(jobs, seconds)
+    def iterations_done(self, jobs: IntArray, index: IntArray, seconds: FloatArray) -> FloatArray:
+        """Iterations run after ``seconds`` of work, epoch ``index`` in progress (piecewise linear
+        within each epoch)."""
         done = self.cumulative_iterations[self.boundary_start[jobs] + index]
-        return np.asarray(
-            done + fraction * self.iterations[self.epoch_start[jobs] + index], dtype=np.float64
+        partial = (
+            self.fraction(jobs, index, seconds) * self.iterations[self.epoch_start[jobs] + index]
         )
+        return np.asarray(done + partial, dtype=np.float64)

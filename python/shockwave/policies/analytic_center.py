@@ -165,7 +165,24 @@ def central_path_point(
         slope = -(1.0 / x**2 + 1.0 / (1.0 - x) ** 2)
         return x, float(weight @ x), float(weight @ (-(weight / slack**2) / slope))
 
-    x = point(_solve_slack(point, capacity, capacity, guess=capacity / 2.0))[0]
+    low, high = 0.0, capacity
+    ratio = objective / weight
+    order = np.argsort(-ratio, kind="stable")
+    filled = np.cumsum(weight[order])
+    if filled[-1] > capacity and ratio[order[-1]] > 0.0:
+        # The multiplier mu/s tends to the ratio of the job at the margin: bracket s there
+        # (h(s) is a staircase of very sharp steps; bisecting all of (0, C) would be slow).
+        margin = float(ratio[order[int(np.searchsorted(filled, capacity))]])
+        centre, spread = mu / margin, 1e-6
+        while spread < 1e6:
+            low = max(centre / (1.0 + spread), 0.0)
+            high = min(centre * (1.0 + spread), capacity)
+            if point(low)[1] + low < capacity < point(high)[1] + high:
+                break
+            spread *= 10.0
+        else:
+            low, high = 0.0, capacity
+    x = point(_solve_slack(point, capacity, high, guess=0.5 * (low + high), low=low))[0]
     # The marginal variable's equation subtracts two numbers of size ~1/mu: its precision is
     # ~mu relative. Never let that rounding overfill the knapsack.
     load = float(weight @ x)
@@ -188,15 +205,16 @@ def _solve_slack(
     capacity: float,
     room: float,
     guess: float,
+    low: float = 0.0,
 ) -> float:
     """The slack ``s`` in ``(0, room)`` with ``w.x(s) + s = C``.
 
     ``point(s)`` returns ``x(s)``, ``w.x(s)`` and ``w.dx/ds``. ``h(s) = w.x(s) + s - C``
-    increases from below 0 to above 0 on the interval; safeguarded Newton steps, bisection in
+    increases from below 0 to above 0 on ``(low, room)``; safeguarded Newton steps, bisection in
     ``log s`` when a step leaves the bracket.
     """
-    low, high = 0.0, room
-    s = min(max(guess, room * 1e-12), room * 0.5)
+    high = room
+    s = min(max(guess, low, room * 1e-12), room * 0.5) if low == 0.0 else guess
     for _ in range(_OUTER_ITERATIONS):
         _, load, derivative = point(s)
         value = load + s - capacity

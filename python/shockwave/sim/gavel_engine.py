@@ -22,7 +22,8 @@ One iteration per round boundary ``k`` (reference notes, section 3):
 Deviations, only where the original is undefined: when no job runs although jobs are active, the
 clock jumps to the next arrival as in the original, or, after the last arrival (where the
 original would crash), to the earliest time a recompute is allowed; when the cluster empties
-before a later arrival (the original stops there), the simulation continues at that arrival.
+before a later arrival (the original stops there), the simulation continues at that arrival; a
+batch-size change to a size whose throughput is 0 is refused like a missing one.
 """
 
 from __future__ import annotations
@@ -255,11 +256,9 @@ class GavelEngine(Engine):
         self.service[good] += execution[ok]
         if self.mechanism is not None:
             self.mechanism.record_run(good, execution[ok])
-        busy = np.zeros(self.n, dtype=np.float64)
-        busy[good] = execution[ok]
-        gpus = self.gpu_of[good]
-        owners = np.repeat(good, self.gang[good])
-        self.gpu_busy[gpus[gpus >= 0]] += busy[owners]
+        placed = self.gpu_of[good]  # each job's GPUs, padded with -1
+        held = placed >= 0
+        self.gpu_busy[placed[held]] += np.broadcast_to(execution[ok][:, None], placed.shape)[held]
         self.round_busy[k - 1] = float(np.sum(execution[ok] * gang[ok]))
 
         self.failures[jobs[failed]] += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import TypedDict, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +25,22 @@ from shockwave.workload import Workload
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+
+Scalar = TypeVar("Scalar", bound=np.generic)
+
+
+class ProgressColumns(TypedDict):
+    """The per-job state columns whose meaning depends on the mechanics (see ClusterState)."""
+
+    epochs_done: IntArray
+    epoch_progress: FloatArray
+    steps_run: FloatArray
+    total_steps: FloatArray
+    remaining_steps: FloatArray
+    batch_size: IntArray
+    throughput: FloatArray
+    remaining_seconds: FloatArray
+
 
 #: Called after every round with (rounds simulated, jobs finished, jobs in the workload).
 ProgressCallback = Callable[[int, int, int], None]
@@ -107,7 +124,7 @@ class Engine(ABC):
         """Simulate until every job has completed."""
 
     @abstractmethod
-    def progress_columns(self, active: IntArray) -> dict[str, npt.NDArray[np.generic]]:
+    def progress_columns(self, active: IntArray) -> ProgressColumns:
         """The mechanics-specific state columns for ``active`` (see :class:`ClusterState`)."""
 
     def gpu_busy_seconds(self) -> FloatArray | None:
@@ -193,7 +210,7 @@ class Engine(ABC):
             arrived=arrived,
             completed=completed,
             _samples=self.samples,
-            **columns,  # type: ignore[arg-type]
+            **columns,
         )
 
     def allocate(self, state: ClusterState) -> FloatArray:
@@ -275,24 +292,24 @@ class Engine(ABC):
         trace_order = np.empty(self.n, dtype=np.int64)
         trace_order[self.position] = np.arange(self.n, dtype=np.int64)
 
-        def back(values: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+        def back(values: npt.NDArray[Scalar]) -> npt.NDArray[Scalar]:
             return values[trace_order]
 
         return SimulationRecord(
             workload=self.workload,
             config=self.config,
             policy_name=self.policy.name,
-            arrival_time=back(self.arrival),  # type: ignore[arg-type]
-            admission_time=back(self.admission_time),  # type: ignore[arg-type]
-            completion_time=back(self.completion_time),  # type: ignore[arg-type]
-            admission_round=back(self.admission_round),  # type: ignore[arg-type]
-            completion_round=back(self.completion_round),  # type: ignore[arg-type]
-            rounds_run=back(self.rounds_run),  # type: ignore[arg-type]
-            rounds_queued=back(self.rounds_queued),  # type: ignore[arg-type]
-            last_round_run=back(self.last_round_run),  # type: ignore[arg-type]
-            service_seconds=back(self.service),  # type: ignore[arg-type]
-            exclusive_seconds=back(self.exclusive),  # type: ignore[arg-type]
-            dropped=back(self.dropped),  # type: ignore[arg-type]
+            arrival_time=back(self.arrival),
+            admission_time=back(self.admission_time),
+            completion_time=back(self.completion_time),
+            admission_round=back(self.admission_round),
+            completion_round=back(self.completion_round),
+            rounds_run=back(self.rounds_run),
+            rounds_queued=back(self.rounds_queued),
+            last_round_run=back(self.last_round_run),
+            service_seconds=back(self.service),
+            exclusive_seconds=back(self.exclusive),
+            dropped=back(self.dropped),
             round_start=np.array(self.round_start, dtype=np.float64),
             round_active_jobs=np.array(self.round_active, dtype=np.int64),
             round_gpus_used=np.array(self.round_gpus_used, dtype=np.int64),

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from shockwave.policies.protocol import AllocationPolicy, Policy
 from shockwave.sim.config import SimulationConfig
-from shockwave.sim.engine import Engine, ProgressCallback
+from shockwave.sim.engine import Engine, ProgressCallback, ProgressColumns
 from shockwave.sim.profile_progress import ProfileProgress
 from shockwave.workload import Workload
 
@@ -49,7 +49,7 @@ class ExactEngine(Engine):
         self.rng = np.random.default_rng(config.seed)
         self.makespan = 0.0
 
-    def progress_columns(self, active: IntArray) -> dict[str, npt.NDArray[np.generic]]:
+    def progress_columns(self, active: IntArray) -> ProgressColumns:
         p = self.profiles
         seconds = self.work_done[active]
         index = self.epoch[active]

@@ -39,7 +39,7 @@ from shockwave.sim.config import (
     GAVEL_PENALTY_MARGIN_SECONDS,
     SimulationConfig,
 )
-from shockwave.sim.engine import Engine, ProgressCallback
+from shockwave.sim.engine import Engine, ProgressCallback, ProgressColumns
 from shockwave.sim.runtime_batch_size import epoch_counter, rescale, wants_change
 from shockwave.throughputs import ThroughputTable
 from shockwave.workload import Workload
@@ -109,7 +109,7 @@ class GavelEngine(Engine):
         return self.table.isolated(info.model, batch_size, info.gang_size)
 
     # --------------------------------------------------------------------------- state
-    def progress_columns(self, active: IntArray) -> dict[str, npt.NDArray[np.generic]]:
+    def progress_columns(self, active: IntArray) -> ProgressColumns:
         per_epoch = -(-self.samples_per_epoch[active] // self.batch_size[active])
         steps_run = self.steps_run[active].astype(np.float64)
         total = self.total_steps[active].astype(np.float64)

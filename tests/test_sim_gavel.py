@@ -138,3 +138,10 @@ def test_gavel_runs_are_deterministic() -> None:
     b = simulate(canonical(), "allox", GAVEL)
     assert a.jct == b.jct
     assert a.utilization == b.utilization
+
+
+def test_a_missing_initial_throughput_names_the_job() -> None:
+    workload = lone_job(0.0)
+    bare = Workload(workload.jobs, ThroughputTable({("ResNet-18", 32, 1): 10.0}))
+    with pytest.raises(ValueError, match=r"job 0: .*no throughput for"):
+        simulate(bare, "gavel", SimulationConfig(gpus=1, mechanics="gavel"))

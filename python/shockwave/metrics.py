@@ -114,8 +114,9 @@ class SimulationResult:
     JSON keys (``to_dict``): ``policy``, ``gpus``, ``mechanics``, ``round_seconds``, ``seed``,
     ``jobs``, ``rounds``, ``makespan`` (s), ``avg_jct``, ``median_jct``, ``p99_jct`` (s),
     ``worst_ftf``, ``unfair_fraction`` (0..1), ``utilization`` (0..1), ``wall_seconds`` (s),
-    ``policy_seconds_total``, ``policy_seconds_max_round`` (s), ``job_ids``, ``jct`` (s, trace
-    order), ``ftf``, ``ftf_themis``, ``completion_time`` (s), ``dropped_jobs`` (ids).
+    ``policy_seconds_total``, ``policy_seconds_max_round`` (s), ``policy_seconds`` (s, per
+    round), ``job_ids``, ``jct`` (s, trace order), ``ftf``, ``ftf_themis``, ``completion_time``
+    (s), ``dropped_jobs`` (ids).
     """
 
     policy: str
@@ -135,6 +136,7 @@ class SimulationResult:
     wall_seconds: float
     policy_seconds_total: float
     policy_seconds_max_round: float
+    policy_seconds: list[float]
     job_ids: list[int]
     jct: list[float]
     ftf: list[float]
@@ -211,6 +213,7 @@ def summarize(record: SimulationRecord) -> SimulationResult:
         wall_seconds=float(record.wall_seconds),
         policy_seconds_total=float(np.sum(policy_seconds)),
         policy_seconds_max_round=float(np.max(policy_seconds)) if policy_seconds.shape[0] else 0.0,
+        policy_seconds=policy_seconds.tolist(),
         job_ids=ids,
         jct=jct.tolist(),
         ftf=ftf,

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 #: The two simulator mechanics. ``exact`` follows each job's per-epoch profile exactly and asks the
 #: policy every round; ``gavel`` reproduces the original simulator, quirks included.
 Mechanics = Literal["exact", "gavel"]
@@ -69,6 +71,10 @@ class SimulationConfig:
     max_rounds: int | None = None
 
     def __post_init__(self) -> None:
+        for name in ("gpus", "seed", "max_rounds"):  # accept numpy integers too
+            value = getattr(self, name)
+            if isinstance(value, np.integer):
+                object.__setattr__(self, name, int(value))
         if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
             raise ValueError(f"gpus must be an integer >= 1, got {self.gpus!r}")
         if self.mechanics not in MECHANICS:
@@ -95,7 +101,11 @@ class SimulationConfig:
 
 
 def _check_number(name: str, value: object, *, positive: bool) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not math.isfinite(value)
+    ):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     if positive and value <= 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")

@@ -106,7 +106,10 @@ class GavelEngine(Engine):
 
     def _throughput(self, job: int, batch_size: int) -> float:
         info = self.jobs[job]
-        return self.table.isolated(info.model, batch_size, info.gang_size)
+        try:
+            return self.table.isolated(info.model, batch_size, info.gang_size)
+        except KeyError as exc:
+            raise ValueError(f"job {info.job_id}: {exc.args[0]}") from None
 
     # --------------------------------------------------------------------------- state
     def progress_columns(self, active: IntArray) -> ProgressColumns:

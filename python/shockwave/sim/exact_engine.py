@@ -98,7 +98,7 @@ class ExactEngine(Engine):
     def _choose(self, now: float, k: int, active: IntArray) -> IntArray:
         state = self.build_state(now, k, active)
         if self.mechanism is None:
-            return self.schedule_round(state, active)
+            return np.sort(self.schedule_round(state, active))
         mechanism = self.mechanism
         assert isinstance(self.policy, AllocationPolicy)
         first = k == 0

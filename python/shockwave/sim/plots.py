@@ -1,6 +1,6 @@
 """PNG plots comparing simulation runs (matplotlib, imported only when plots are asked).
 
-Used by ``shockwave compare --plots DIR``; import this module only if matplotlib is installed.
+Used by ``shockwave compare --plots DIR``; without matplotlib ``write_plots`` raises ValueError.
 """
 
 from __future__ import annotations

@@ -1,0 +1,160 @@
+"""The ``exact`` mechanics: principled rounds over exact per-epoch profiles.
+
+* Rounds are a fixed grid, ``tau`` seconds apart from the first arrival; a job that arrives inside
+  a round is admitted at the next boundary; rounds in which the cluster is empty are skipped.
+* Every round the policy is asked with up-to-date state. An allocation policy's fractions go
+  through the round mechanism; the mechanism's time counters are reset (deficits folded) at most
+  every ``recompute_interval_seconds``, as Gavel's own scheduler does; the greedy packing runs any
+  job that fits, so no GPU idles while a runnable job fits (work conservation).
+* A job follows its profile exactly: its progress is exclusive run time, epoch boundaries inside a
+  round included (:mod:`shockwave.sim.profile_progress`); it completes at the exact instant its
+  profile is done; GPUs it frees inside a round stay idle until the round ends.
+* A job that did not run in the previous round (a restart, or its first start) loses the restart
+  penalty (default 20 s) at the start of the round.
+* Optional throughput noise: each job-round draws a factor ``exp(sigma Z - sigma^2 / 2)``
+  (mean 1, ``Z`` standard normal, from a generator seeded by ``config.seed``), which scales the
+  job's speed in that round. Policies see the noise-free isolated throughput in
+  ``state.throughput`` and the measured rates in ``state.throughput_samples``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from shockwave.policies.protocol import AllocationPolicy, Policy
+from shockwave.sim.config import SimulationConfig
+from shockwave.sim.engine import Engine, ProgressCallback, ProgressColumns
+from shockwave.sim.profile_progress import ProfileProgress
+from shockwave.workload import Workload
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+class ExactEngine(Engine):
+    """Simulates the ``exact`` mechanics (see the module notes)."""
+
+    def __init__(
+        self,
+        workload: Workload,
+        policy: Policy,
+        config: SimulationConfig,
+        progress: ProgressCallback | None,
+    ) -> None:
+        super().__init__(workload, policy, config, progress)
+        self.profiles = ProfileProgress(self.jobs)
+        self.work_done = np.zeros(self.n, dtype=np.float64)
+        self.epoch = np.zeros(self.n, dtype=np.int64)  # epoch in progress at work_done
+        self.rng = np.random.default_rng(config.seed)
+        self.makespan = 0.0
+
+    def progress_columns(self, active: IntArray) -> ProgressColumns:
+        p = self.profiles
+        seconds = self.work_done[active]
+        index = self.epoch[active]
+        fraction = p.fraction(active, index, seconds)
+        iterations = p.iterations_done(active, index, seconds)
+        total = p.total_iterations[active]
+        epoch = p.epoch_start[active] + index
+        return {
+            "epochs_done": index.copy(),
+            "epoch_progress": index + fraction,
+            "steps_run": iterations,
+            "total_steps": total.copy(),
+            "remaining_steps": total - iterations,
+            "batch_size": p.batch_size[epoch],
+            "throughput": p.iterations[epoch] / p.duration[epoch],
+            "remaining_seconds": p.total_seconds[active] - seconds,
+        }
+
+    def run(self) -> None:
+        tau = self.tau
+        origin = float(self.arrival[0])
+        grid = 0
+        k = 0
+        pending: tuple[IntArray, FloatArray, FloatArray, FloatArray] | None = None
+        while self.finished < self.n:
+            self.check_round_limit(k)
+            now = origin + grid * tau
+            if pending is not None:
+                self._finish_round(k, *pending)
+                pending = None
+            self.admit_until(now, k)
+            active = self.active()
+            if active.shape[0] == 0:
+                upcoming = self.pending_arrival_time()
+                if upcoming is None:
+                    break
+                grid = int(np.ceil((upcoming - origin) / tau))
+                continue
+            chosen = self._choose(now, k, active)
+            self.record_round(k, now, active, chosen)
+            pending = self._run_round(k, now, chosen)
+            grid += 1
+            k += 1
+        self.makespan = float(np.nanmax(self.completion_time))
+
+    def _choose(self, now: float, k: int, active: IntArray) -> IntArray:
+        state = self.build_state(now, k, active)
+        if self.mechanism is None:
+            return np.sort(self.schedule_round(state, active))
+        mechanism = self.mechanism
+        assert isinstance(self.policy, AllocationPolicy)
+        first = k == 0
+        if first or now - mechanism.last_reset_time >= self.config.recompute_interval_seconds:
+            mechanism.reset_counters(active, now, accrued=True)
+        mechanism.set_allocation(active, self.allocate(state))
+        chosen = mechanism.select(
+            active,
+            self.gang[active],
+            np.asarray(state.throughput),
+            self.gpus,
+            run_zero_priority=True,
+        )
+        mechanism.accrue(active, self.tau)
+        return np.sort(chosen)
+
+    def _run_round(
+        self, k: int, now: float, jobs: IntArray
+    ) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
+        """Advance the round's jobs; return (jobs, run seconds, completion times, work done)."""
+        tau = self.tau
+        restarted = (self.previous_round_run[jobs] != k - 1) | (k == 0)
+        penalty = np.where(restarted, self.config.restart_penalty_seconds, 0.0)
+        speed = np.ones(jobs.shape[0])
+        if self.config.throughput_noise > 0.0 and jobs.shape[0]:
+            sigma = self.config.throughput_noise
+            speed = np.exp(sigma * self.rng.standard_normal(jobs.shape[0]) - 0.5 * sigma * sigma)
+        left = self.profiles.total_seconds[jobs] - self.work_done[jobs]
+        capacity = (tau - penalty) * speed
+        finishes = left <= capacity
+        run = np.where(finishes, left / speed, tau - penalty)
+        completion = np.where(finishes, now + penalty + run, np.nan)
+        before = self.work_done[jobs].copy()
+        self.work_done[jobs] = np.where(
+            finishes, self.profiles.total_seconds[jobs], before + capacity
+        )
+        return jobs, run, completion, before
+
+    def _finish_round(
+        self, k: int, jobs: IntArray, run: FloatArray, completion: FloatArray, before: FloatArray
+    ) -> None:
+        """Book the round that just ended (boundary ``k``): service, samples, completions."""
+        self.service[jobs] += run
+        self.round_busy[k - 1] = float(run @ self.gang[jobs])
+        if self.mechanism is not None:
+            self.mechanism.record_run(jobs, run)
+        p = self.profiles
+        index = self.epoch[jobs]
+        after = self.work_done[jobs]
+        new_index = p.epoch_index(jobs, after)
+        gained = p.iterations_done(jobs, new_index, after) - p.iterations_done(jobs, index, before)
+        self.epoch[jobs] = new_index
+        sizes = p.batch_size[p.epoch_start[jobs] + index]
+        rates = np.where(run > 0.0, gained / np.where(run > 0.0, run, 1.0), 0.0)
+        for job, rate, size in zip(jobs.tolist(), rates.tolist(), sizes.tolist(), strict=True):
+            self.samples.append(job, k, rate, size)
+        done = ~np.isnan(completion)
+        if done.any():
+            self.complete(jobs[done], completion[done], k)

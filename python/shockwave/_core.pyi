@@ -1,12 +1,12 @@
 """Type stubs of the compiled extension ``shockwave._core`` (Rust, PyO3)."""
 
+import numpy as np
+from numpy.typing import NDArray
+
 def core_version() -> str:
     """Version of the Rust core compiled into this extension."""
 
 # --- market (issue 3): called through shockwave.market, which prepares the arguments ---
-
-import numpy as np
-from numpy.typing import NDArray
 
 def solve_market(
     valuations: NDArray[np.float64],
@@ -18,7 +18,7 @@ def solve_market(
     tol: float,
     max_iter: int,
     method: str,
-    warmup_iterations: int,
+    warmup_iterations: int | None,
     warm_start: NDArray[np.float64] | None = None,
 ) -> tuple[
     NDArray[np.float64],

@@ -164,7 +164,7 @@ def solve(
     max_iter: int = 20_000,
     warm_start: MarketSolution | ArrayLike | None = None,
     method: Method = "interior_point",
-    warmup_iterations: int = 10,
+    warmup_iterations: int | None = None,
 ) -> MarketSolution:
     """Compute the market equilibrium (the Eisenberg-Gale optimum) to a certified gap.
 
@@ -187,7 +187,7 @@ def solve(
         method: ``"interior_point"`` (default) or ``"proportional_response"`` (see
             :data:`Method`).
         warmup_iterations: proportional-response iterations that find the starting prices of the
-            interior-point method.
+            interior-point method (``None``: 5 from a cold start, 1 from a warm start).
 
     Returns:
         The :class:`MarketSolution`; ``converged`` says whether ``gap <= tol``.
@@ -216,9 +216,13 @@ def solve(
             raise ValueError(f"warm_start: expected shape {a.shape}, got {warm.shape}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
         raise ValueError(f"max_iter: expected a positive integer, got {max_iter!r}")
-    if not isinstance(warmup_iterations, int | np.integer) or warmup_iterations < 0:
+    if warmup_iterations is not None and (
+        isinstance(warmup_iterations, bool)
+        or not isinstance(warmup_iterations, int | np.integer)
+        or warmup_iterations < 1
+    ):
         raise ValueError(
-            f"warmup_iterations: expected a nonnegative integer, got {warmup_iterations!r}"
+            f"warmup_iterations: expected a positive integer or None, got {warmup_iterations!r}"
         )
     (
         shares,
@@ -242,7 +246,7 @@ def solve(
         float(tol),
         int(max_iter),
         str(method),
-        int(warmup_iterations),
+        None if warmup_iterations is None else int(warmup_iterations),
         warm,
     )
     return MarketSolution(

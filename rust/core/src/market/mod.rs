@@ -104,8 +104,11 @@ pub struct SolverSettings {
     pub max_iter: usize,
     /// The algorithm.
     pub method: Method,
-    /// Proportional-response iterations before the interior-point method starts.
-    pub warmup_iterations: usize,
+    /// Proportional-response iterations that find the interior-point method's starting prices;
+    /// `None`: 5 from a cold start, 1 from a warm start (whose bids already carry prices, which
+    /// further proportional-response iterations were measured to worsen for the interior-point
+    /// start).
+    pub warmup_iterations: Option<usize>,
 }
 
 impl Default for SolverSettings {
@@ -114,15 +117,20 @@ impl Default for SolverSettings {
             tol: 1e-6,
             max_iter: 20_000,
             method: Method::InteriorPoint,
-            warmup_iterations: 5,
+            warmup_iterations: None,
         }
     }
 }
 
+/// Default proportional-response iterations before the interior-point method, from a cold and
+/// from a warm start.
+const COLD_WARMUP: usize = 5;
+const WARM_WARMUP: usize = 1;
 /// How often proportional response alone evaluates its certificate (in iterations).
 const CERTIFY_EVERY: usize = 10;
-/// Shares below this are reported as exactly 0 when the plan stays certified without them.
-const SHARE_NOISE: f64 = 1e-9;
+/// Shares within this of 0 or 1 are reported as exactly 0 or 1 when the plan stays certified
+/// (and feasible) that way.
+const SHARE_NOISE: f64 = 1e-6;
 
 /// A solved market. Matrices are row-major `jobs x rounds`.
 #[derive(Clone, Debug, PartialEq)]
@@ -245,7 +253,15 @@ impl PreparedMarket {
                     }
                 }
                 Method::InteriorPoint => {
-                    let warmup = settings.warmup_iterations.clamp(1, settings.max_iter);
+                    let automatic = if warm.is_some() {
+                        WARM_WARMUP
+                    } else {
+                        COLD_WARMUP
+                    };
+                    let warmup = settings
+                        .warmup_iterations
+                        .unwrap_or(automatic)
+                        .clamp(1, settings.max_iter);
                     while pr_iterations < warmup {
                         if pr_iterations > 0 {
                             pr.rebid(inst);

@@ -78,7 +78,9 @@ class MarketSolution:
             ``b_it = w'_i a_it x_it / u_i`` where ``w'_i`` is the budget (less, for a job at its
             ceiling, the part it does not use). ``sum_t b_it = w'_i (u_i - c_i) / u_i`` and
             ``b_it >= n_i p_t x_it``, with equality where ``0 < x_it < 1`` (a job holding its
-            whole gang pays a rent for the cap). The warm start of the next solve.
+            whole gang pays a rent for the cap). The warm start of the next solve. With
+            ``method="proportional_response"``: the method's own last bids instead (close to
+            these once converged), so that a warm start resumes the iteration where it stopped.
         objective: ``sum_i w_i log u_i`` over the jobs in the objective.
         dual_bound: the dual bound at ``prices`` (``>= objective``).
         gap: ``(dual_bound - objective) / sum_i w_i`` (relative duality gap).
@@ -121,6 +123,12 @@ def _vector(value: ArrayLike, argument: str, length: int) -> NDArray[np.float64]
     if array.shape != (length,):
         raise ValueError(f"{argument}: expected shape ({length},), got {array.shape}")
     return array
+
+
+def _per_job(value: ArrayLike, argument: str, jobs: int) -> NDArray[np.float64]:
+    if np.ndim(value) == 0:
+        return np.full(jobs, float(np.asarray(value, dtype=np.float64)))
+    return _vector(value, argument, jobs)
 
 
 def _matrix(value: ArrayLike, argument: str) -> NDArray[np.float64]:
@@ -173,10 +181,12 @@ def solve(
             complete if it holds its gang through round ``t`` (per round, not cumulative).
         gang_sizes: ``(N,)`` GPUs each job needs to run (integers ``>= 1``).
         supply: GPUs available per round: a scalar, or ``(T,)`` when it varies by round.
-        budgets: ``(N,)`` budgets ``w_i >= 0`` (default 1 each); only their ratios matter.
+        budgets: ``(N,)`` budgets ``w_i >= 0`` (default 1 each); only their ratios matter. A
+            job with budget 0 gets nothing.
         progress: ``(N,)`` utility already earned ``c_i`` in ``[0, 1)`` (default 0).
         ceilings: ``(N,)`` utility ceilings ``ubar_i > c_i`` (default 1: the job is finished);
-            ``inf`` disables a job's ceiling.
+            ``inf`` disables a job's ceiling. ``budgets``, ``progress`` and ``ceilings`` may
+            also be scalars, shared by every job.
         tol: target relative duality gap (see the module documentation), ``> 0``.
         max_iter: most iterations, both methods together (``>= 1``).
         warm_start: bids aligned with this market (``(N, T)``, budget units), or a
@@ -204,9 +214,9 @@ def solve(
     jobs, rounds = a.shape
     gangs = _gang_sizes(gang_sizes, jobs)
     g = _supply(supply, rounds)
-    w = np.ones(jobs) if budgets is None else _vector(budgets, "budgets", jobs)
-    c = np.zeros(jobs) if progress is None else _vector(progress, "progress", jobs)
-    ubar = np.ones(jobs) if ceilings is None else _vector(ceilings, "ceilings", jobs)
+    w = np.ones(jobs) if budgets is None else _per_job(budgets, "budgets", jobs)
+    c = np.zeros(jobs) if progress is None else _per_job(progress, "progress", jobs)
+    ubar = np.ones(jobs) if ceilings is None else _per_job(ceilings, "ceilings", jobs)
     if isinstance(warm_start, MarketSolution):
         warm_start = warm_start.bids
     warm = None

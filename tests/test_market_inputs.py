@@ -150,15 +150,15 @@ def test_invalid_rounding_input_names_the_argument(argument: str, kwargs: dict[s
 
 
 def test_invalid_bid_helpers_name_the_argument() -> None:
-    with pytest.raises(ValueError, match="^rounds: "):
+    with pytest.raises(ValueError, match=r"^rounds: "):
         market.shift_bids(np.ones((2, 3)), -1)
-    with pytest.raises(ValueError, match="^bids: "):
+    with pytest.raises(ValueError, match=r"^bids: "):
         market.shift_bids(np.ones(3), 1)
-    with pytest.raises(ValueError, match="^previous_jobs: "):
+    with pytest.raises(ValueError, match=r"^previous_jobs: "):
         market.align_bids(np.ones((2, 3)), ["a"], ["a"])
-    with pytest.raises(ValueError, match="^previous_jobs: "):
+    with pytest.raises(ValueError, match=r"^previous_jobs: "):
         market.align_bids(np.ones((2, 3)), ["a", "a"], ["a"])
-    with pytest.raises(ValueError, match="^current_jobs: "):
+    with pytest.raises(ValueError, match=r"^current_jobs: "):
         market.align_bids(np.ones((2, 3)), ["a", "b"], ["a", "a"])
-    with pytest.raises(ValueError, match="^previous_jobs and current_jobs: "):
+    with pytest.raises(ValueError, match=r"^previous_jobs and current_jobs: "):
         market.warm_start_bids(np.ones((2, 3)), previous_jobs=["a", "b"])

@@ -92,7 +92,8 @@ class OracleResult:
 def oracle_solve(market: Market, *, accuracy: float = 1e-11) -> OracleResult:
     """Solve the market's Eisenberg-Gale program with cvxpy + Clarabel.
 
-    ``accuracy`` is Clarabel's gap and feasibility tolerance; utilities are weakly determined by a
+    ``accuracy`` is Clarabel's gap tolerance (absolute and relative; feasibility at least
+    1e-8, Clarabel's default); utilities are weakly determined by a
     flat objective, so the default asks for far more than the objective needs (at 1e-9 Clarabel's
     utilities were measured off by 5e-5 relative on a three-job market solved exactly here).
     """
@@ -126,13 +127,17 @@ def oracle_solve(market: Market, *, accuracy: float = 1e-11) -> OracleResult:
     with warnings.catch_warnings():
         # "Solution may be inaccurate" at such tight tolerances: the callers compare anyway.
         warnings.simplefilter("ignore", UserWarning)
-        problem.solve(
-            solver=cp.CLARABEL,
-            tol_gap_abs=accuracy,
-            tol_gap_rel=accuracy,
-            tol_feas=accuracy,
-            max_iter=500,
-        )
+        try:
+            problem.solve(
+                solver=cp.CLARABEL,
+                tol_gap_abs=accuracy,
+                tol_gap_rel=accuracy,
+                tol_feas=min(accuracy, 1e-8),
+                max_iter=500,
+            )
+        except cp.error.SolverError as error:
+            elapsed = time.perf_counter() - start
+            raise RuntimeError(f"Clarabel failed after {elapsed:.1f} s: {error}") from error
     total = time.perf_counter() - start
     if problem.status not in ("optimal", "optimal_inaccurate"):
         raise RuntimeError(f"Clarabel did not solve the oracle problem: {problem.status}")

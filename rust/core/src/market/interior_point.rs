@@ -18,16 +18,24 @@
 //! `(sum_i n_i^2 M_i^{-1} + diag(s/p)) dp = rhs`, solved by Cholesky. An iteration therefore costs
 //! `O(N T^2)` arithmetic and `O(N T)` memory, independent of how many shares are fractional.
 //!
-//! Near the optimum `sigma` tends to 0 on fractional entries and to infinity on entries at a bound,
-//! so the textbook Sherman-Morrison formula cancels catastrophically. Every entry of `M_i^{-1}` is
-//! instead evaluated with leave-one-out sums:
-//! `(M^{-1} g)_e = (g_e L_e - a_e R_e) / (sigma_e kappa)`, with
-//! `kappa = 1/gamma + sum_f a_f^2/sigma_f`, `L_e = 1/gamma + sum_{f != e} a_f^2/sigma_f` and
-//! `R_e = sum_{f != e} a_f g_f / sigma_f`, where the `e`-terms cancel exactly on paper.
+//! Numerics near the optimum, where `sigma` tends to 0 on fractional entries and to infinity on
+//! entries at a bound:
+//! * the textbook Sherman-Morrison formula cancels catastrophically; `M_i^{-1}` is evaluated as
+//!   `(M^{-1} g)_e = (g_e L_e - a_e R_e) / (sigma_e kappa)` with
+//!   `kappa = 1/gamma + sum_f a_f^2/sigma_f`, `L_e = 1/gamma + sum_{f != e} a_f^2/sigma_f` and
+//!   `R_e = sum_{f != e} a_f g_f / sigma_f` (the `e`-terms cancel exactly on paper). Only an
+//!   entry holding more than half of `kappa` (at most one per job) would lose digits computing
+//!   `L_e, R_e` as total minus own term; its sums are taken directly;
+//! * `a_i . dx_i` is taken in closed form, `R / (gamma kappa)`: summing would cancel the large
+//!   components of a job indifferent between rounds, which are orthogonal to `a_i`;
+//! * the price system gets ill-conditioned (such indifferent jobs); each price step is corrected
+//!   by iterative refinement against the supply residual of `(dx, dp)`, computed exactly, and a
+//!   step that cannot be made accurate stops the method (keeping its best certificate).
 //!
 //! The method starts from the central point of given prices (each job's barrier best response),
-//! so a good price guess (from proportional response, or the previous round's solve) saves most
-//! of the early iterations. It stops on the duality-gap certificate, never on its own measures.
+//! so a good price guess saves most of the early iterations; it restarts with a larger barrier
+//! when those prices make the best responses overshoot the supply. It stops on the duality-gap
+//! certificate, never on its own measures, or when it stalls.
 
 use super::certificate::Incumbent;
 use super::instance::Instance;
@@ -53,7 +61,7 @@ const RESTART_AFTER: usize = 2;
 const MAX_RESTARTS: usize = 2;
 /// Iterative refinement of the price step stops once every round's supply residual is below
 /// this fraction of its supply, or after `MAX_REFINEMENTS` corrections.
-const REFINE_ABOVE: f64 = 1e-12;
+const REFINE_ABOVE: f64 = 1e-10;
 const MAX_REFINEMENTS: usize = 3;
 /// A direction whose relative supply residual is still above this (and above a tenth of the
 /// iterate's own) after refinement is rejected.
@@ -97,6 +105,8 @@ struct Buyers {
     r: Vec<f64>,
     beta: Vec<f64>,
     kappa: Vec<f64>,
+    /// The buyer's dominant entry (see [`dominant_entry`]), as an offset in its row.
+    dominant: Vec<Option<usize>>,
     /// `gamma = w / u^2 + beta / r`.
     gamma: Vec<f64>,
     /// `a . dx` of the current direction.
@@ -214,6 +224,7 @@ impl InteriorPoint {
                 r: b(),
                 beta: b(),
                 kappa: b(),
+                dominant: vec![None; buyers],
                 gamma: b(),
                 du: b(),
                 br: b(),
@@ -433,6 +444,7 @@ impl InteriorPoint {
             let kappa = inv_gamma + q_total;
             b.kappa[k] = kappa;
             let dominant = dominant_entry(loo, kappa);
+            b.dominant[k] = dominant;
             // loo holds q = a^2 / sigma; turn it into L = kappa - q (exact for all but a
             // dominant entry, whose L is summed directly).
             let mut others = inv_gamma;
@@ -539,7 +551,14 @@ impl InteriorPoint {
                     + a[j] * lift;
             }
             let out = &mut row[..len];
-            apply_inverse(a, h, &e.isig[range.clone()], &e.loo[range], b.kappa[k], out);
+            apply_inverse(
+                a,
+                h,
+                &e.isig[range.clone()],
+                &e.loo[range],
+                (b.kappa[k], b.dominant[k]),
+                out,
+            );
             let n = inst.n[k];
             for (&value, &tt) in out.iter().zip(col) {
                 t.rhs[tt] += n * value;
@@ -565,8 +584,14 @@ impl InteriorPoint {
                     *g = h - n * t.dp[tt];
                 }
                 let dx = &mut e.dx[range.clone()];
-                let total =
-                    apply_inverse(a, g, &e.isig[range.clone()], &e.loo[range], b.kappa[k], dx);
+                let total = apply_inverse(
+                    a,
+                    g,
+                    &e.isig[range.clone()],
+                    &e.loo[range],
+                    (b.kappa[k], b.dominant[k]),
+                    dx,
+                );
                 // a.dx in closed form: summing a_e dx_e would cancel the large components of a
                 // tie (equal bang per buck in two rounds), which are orthogonal to a.
                 b.du[k] = total / (b.gamma[k] * b.kappa[k]);
@@ -747,7 +772,7 @@ fn apply_inverse(
     g: &[f64],
     isig: &[f64],
     loo: &[f64],
-    kappa: f64,
+    (kappa, dominant): (f64, Option<usize>),
     out: &mut [f64],
 ) -> f64 {
     let len = out.len();
@@ -758,7 +783,6 @@ fn apply_inverse(
         out[j] = own;
         total += own;
     }
-    let dominant = dominant_entry_by_q(a, isig, kappa);
     let inv_kappa = 1.0 / kappa;
     let mut others_of_dominant = 0.0;
     if let Some(jd) = dominant {
@@ -776,19 +800,6 @@ fn apply_inverse(
         out[jd] = (g[jd] * loo[jd] - a[jd] * others_of_dominant) * isig[jd] * inv_kappa;
     }
     total
-}
-
-fn dominant_entry_by_q(a: &[f64], isig: &[f64], kappa: f64) -> Option<usize> {
-    let mut best = None;
-    let mut largest = 0.5 * kappa;
-    for (j, (&a, &is)) in a.iter().zip(isig).enumerate() {
-        let q = a * a * is;
-        if q > largest {
-            largest = q;
-            best = Some(j);
-        }
-    }
-    best
 }
 
 /// Buyer `b`'s best response to prices `p` under the barrier `mu`:

@@ -30,7 +30,7 @@
 //!
 //! # Certificate
 //!
-//! Every answer carries a duality gap (see [`certificate`]): the dual bound `D(p)` at the
+//! Every answer carries a duality gap (see `certificate.rs`): the dual bound `D(p)` at the
 //! reported prices minus the objective of the reported (feasible) shares, divided by the total
 //! budget `W` of the jobs in the objective. It bounds the budget-weighted mean log-utility loss,
 //! `sum_i w_i log(u*_i / u_i) / W <= gap`, is invariant to scaling all budgets or any job's
@@ -40,9 +40,9 @@
 //!
 //! * [`Method::InteriorPoint`] (default): a few iterations of proportional response find prices
 //!   (from the warm-start bids when given); a primal-dual interior-point method reduced to the
-//!   `T` prices (see [`interior_point`]) finishes in a few tens of Newton steps.
+//!   `T` prices (see `interior_point.rs`) finishes in a few tens of Newton steps.
 //! * [`Method::ProportionalResponse`]: proportional response alone (see
-//!   [`proportional_response`]), certified every few iterations. Cheap iterations, fast to a few
+//!   `proportional_response.rs`), certified every few iterations. Cheap iterations, fast to a few
 //!   digits, slow to many.
 
 // The solvers index many parallel per-entry, per-buyer and per-round arrays with one index.

@@ -360,11 +360,9 @@ fn assemble(
     let mut bids = vec![0.0; jobs * rounds];
     let mut utilities = progress.to_vec();
     for (b, &i) in inst.job_of.iter().enumerate() {
-        let range = inst.start[b]..inst.start[b + 1];
         let u = best.utilities[b];
         let spendable = effective_budget(inst, best, b) * total;
-        for e in range {
-            let t = inst.col[e];
+        for (t, e) in inst.row(b).enumerate() {
             shares[i * rounds + t] = best.shares[e];
             bids[i * rounds + t] = match method_bids {
                 Some(own) => own[e] * total,
@@ -408,8 +406,8 @@ fn effective_budget(inst: &Instance, best: &Incumbent, b: usize) -> f64 {
     if !(inst.ceil[b].is_finite() && u >= inst.ceil[b] * (1.0 - 1e-7)) {
         return inst.w[b];
     }
-    let ratio = |e: usize| inst.n[b] * best.prices[inst.col[e]].max(0.0) / inst.a[e];
-    let range = inst.start[b]..inst.start[b + 1];
+    let ratio = |e: usize| inst.n[b] * best.prices[e % inst.rounds].max(0.0) / inst.a[e];
+    let range = inst.row(b);
     let fractional = range
         .clone()
         .filter(|&e| best.shares[e] > SHARE_NOISE && best.shares[e] < 1.0 - SHARE_NOISE)

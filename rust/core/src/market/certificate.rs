@@ -68,7 +68,7 @@ pub(crate) fn project_primal(
 /// The dual bound `D(p)` (normalised units) for prices `p >= 0`.
 ///
 /// `order` is scratch space (reused, never reallocated once it holds a row).
-pub(crate) fn dual_bound(inst: &Instance, p: &[f64], order: &mut Vec<(f64, usize)>) -> f64 {
+pub(crate) fn dual_bound(inst: &Instance, p: &[f64], order: &mut Vec<(u64, usize)>) -> f64 {
     let mut bound: f64 = (0..inst.rounds)
         .map(|t| p[t].max(0.0) * inst.supply[t])
         .sum();
@@ -79,7 +79,7 @@ pub(crate) fn dual_bound(inst: &Instance, p: &[f64], order: &mut Vec<(f64, usize
 }
 
 /// `phi_b(p)` for one buyer.
-fn buyer_dual(inst: &Instance, b: usize, p: &[f64], order: &mut Vec<(f64, usize)>) -> f64 {
+fn buyer_dual(inst: &Instance, b: usize, p: &[f64], order: &mut Vec<(u64, usize)>) -> f64 {
     let (w, n, ceil) = (inst.w[b], inst.n[b], inst.ceil[b]);
     let mut u = inst.c[b];
     order.clear();
@@ -89,7 +89,8 @@ fn buyer_dual(inst: &Instance, b: usize, p: &[f64], order: &mut Vec<(f64, usize)
         }
         let price = p[t].max(0.0) * n;
         if price > 0.0 {
-            order.push((a / price, t));
+            // Positive ratios order like their bit patterns: sort integers, descending.
+            order.push((u64::MAX - (a / price).to_bits(), t));
         } else {
             u += a; // a free round: always worth holding
         }
@@ -98,10 +99,11 @@ fn buyer_dual(inst: &Instance, b: usize, p: &[f64], order: &mut Vec<(f64, usize)
         return w * ceil.ln();
     }
     // Decreasing bang per buck; the round breaks ties so the order is deterministic.
-    order.sort_unstable_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+    order.sort_unstable();
     let a = &inst.a[inst.row(b)];
     let mut spend = 0.0;
-    for &(ratio, t) in order.iter() {
+    for &(key, t) in order.iter() {
+        let ratio = f64::from_bits(u64::MAX - key);
         // Marginal value of utility is w / u; one unit of utility costs 1 / ratio here.
         let wanted = w * ratio;
         if wanted <= u {
@@ -133,7 +135,7 @@ pub(crate) struct Incumbent {
     candidate: Vec<f64>,
     candidate_u: Vec<f64>,
     demand: Vec<f64>,
-    order: Vec<(f64, usize)>,
+    order: Vec<(u64, usize)>,
 }
 
 impl Incumbent {

@@ -91,6 +91,9 @@ const REFINE_GIVE_UP: f64 = 1e-5;
 const MU_FLOOR: f64 = 0.05;
 /// Rows whose rank-one terms are subtracted from the price system in one sweep.
 const SCHUR_BLOCK: usize = 4;
+/// The window length whose row loops are compiled for that fixed length (the policy's
+/// default).
+const FIXED_WIDTH: usize = 20;
 /// No dominant entry in a row.
 const NONE: usize = usize::MAX;
 
@@ -321,10 +324,28 @@ impl InteriorPoint {
         }
     }
 
+    /// Run from the central point of the start's prices (see [`Self::run_width`]); the row
+    /// loops are compiled for a fixed window of [`FIXED_WIDTH`] rounds (unrolled whole) when the
+    /// market has that many.
+    pub fn run(
+        &mut self,
+        inst: &Instance,
+        start: &Start<'_>,
+        tol: f64,
+        max_iter: usize,
+        best: &mut Incumbent,
+    ) -> Run {
+        if inst.rounds == FIXED_WIDTH {
+            self.run_width::<FIXED_WIDTH>(inst, start, tol, max_iter, best)
+        } else {
+            self.run_width::<0>(inst, start, tol, max_iter, best)
+        }
+    }
+
     /// Run from the central point of the start's prices (floored to be positive) whose barrier
     /// matches the start's duality gap, for at most `max_iter` iterations or until `best`
     /// certifies a relative gap `<= tol`.
-    pub fn run(
+    fn run_width<const W: usize>(
         &mut self,
         inst: &Instance,
         start: &Start<'_>,
@@ -363,13 +384,13 @@ impl InteriorPoint {
             if fresh {
                 self.pending = None;
                 self.t.p.copy_from_slice(&self.start_prices);
-                self.central_point(inst, mu_start, utilities);
+                self.central_point::<W>(inst, mu_start, utilities);
                 mu = mu_start;
                 worst_residual = f64::INFINITY;
                 stalled = 0;
                 short_steps = 0;
             }
-            let mu_now = self.prepare(inst) / self.complementarity_pairs;
+            let mu_now = self.prepare::<W>(inst) / self.complementarity_pairs;
             let complementarity = mu_now * self.complementarity_pairs;
             let due =
                 complementarity <= certify_below || iterations % CERTIFY_EVERY == CERTIFY_EVERY - 1;
@@ -400,7 +421,7 @@ impl InteriorPoint {
             {
                 break;
             }
-            let Some(primal_step) = self.step(inst, mu, tol) else {
+            let Some(primal_step) = self.step::<W>(inst, mu, tol) else {
                 break;
             };
             // Prices whose best responses overshoot the supply badly pin the first steps to the
@@ -423,13 +444,13 @@ impl InteriorPoint {
 
     /// Each buyer's barrier best response to the current prices, and multipliers that make the
     /// point exactly central: `x z = y v = r beta = s p = mu`.
-    fn central_point(&mut self, inst: &Instance, mu: f64, utilities: &[f64]) {
-        let rounds = inst.rounds;
+    fn central_point<const W: usize>(&mut self, inst: &Instance, mu: f64, utilities: &[f64]) {
+        let rounds = width::<W>(inst);
         let (e, b, t, w) = (&mut self.e, &mut self.b, &mut self.t, &mut self.w);
         for k in 0..inst.buyers() {
             let (x, y) = (row_mut(&mut e.x, k, rounds), row_mut(&mut e.y, k, rounds));
             let scratch = (&mut w.g[..], &mut w.out[..]);
-            let u = central_response(inst, k, &t.p, mu, utilities[k], x, y, scratch);
+            let u = central_response::<W>(inst, k, &t.p, mu, utilities[k], x, y, scratch);
             b.u[k] = u;
             let a = row(&inst.a, k, rounds);
             let (z, v) = (row_mut(&mut e.z, k, rounds), row_mut(&mut e.v, k, rounds));
@@ -526,8 +547,8 @@ impl InteriorPoint {
     /// (the `1/r` terms only with a ceiling; `cr`, `dx dz`, `dx dv` are the predictor's
     /// second-order terms, zero in the predictor itself). Returns the total complementarity
     /// `sum x z + y v + s p + r beta`.
-    fn prepare(&mut self, inst: &Instance) -> f64 {
-        let rounds = inst.rounds;
+    fn prepare<const W: usize>(&mut self, inst: &Instance) -> f64 {
+        let rounds = width::<W>(inst);
         let pending = self.pending.take();
         if let Some(step) = pending {
             self.apply_pending_scalars(inst, step);
@@ -664,8 +685,8 @@ impl InteriorPoint {
     /// Back-substitute the price step in `t.dp`: `dx = M^{-1} (h - n dp)` per buyer, the supply
     /// residual's `sum n dx` in `t.flow`, the step limits, and (predictor) the second-order terms
     /// and their price right-hand side `t.rcorr`, or (corrector) the stored direction.
-    fn back_substitute(&mut self, inst: &Instance, pass: Pass) -> PassResult {
-        let rounds = inst.rounds;
+    fn back_substitute<const W: usize>(&mut self, inst: &Instance, pass: Pass) -> PassResult {
+        let rounds = width::<W>(inst);
         let (e, b, t, w) = (&mut self.e, &mut self.b, &mut self.t, &mut self.w);
         t.flow.fill(0.0);
         if pass == Pass::Predictor {
@@ -831,8 +852,8 @@ impl InteriorPoint {
     /// Solve for the price step of the right-hand side in `t.rhs` (round part `t.base`),
     /// back-substitute, and refine the price step against the exactly computed supply residual
     /// of `(dx, dp)`. `None` if the direction is not finite or cannot be made accurate.
-    fn direction(&mut self, inst: &Instance, pass: Pass) -> Option<PassResult> {
-        let rounds = inst.rounds;
+    fn direction<const W: usize>(&mut self, inst: &Instance, pass: Pass) -> Option<PassResult> {
+        let rounds = width::<W>(inst);
         self.t.dp.copy_from_slice(&self.t.rhs);
         cholesky_solve(&self.schur, rounds, &mut self.t.dp);
         // The price system is ill-conditioned near the optimum, but the supply residual of
@@ -841,7 +862,7 @@ impl InteriorPoint {
             if !self.t.dp.iter().all(|d| d.is_finite()) {
                 return None;
             }
-            let result = self.back_substitute(inst, pass);
+            let result = self.back_substitute::<W>(inst, pass);
             let t = &mut self.t;
             // Residual base + sum n dx - (s/p) dp of the supply equations.
             let mut worst: f64 = 0.0;
@@ -883,8 +904,8 @@ impl InteriorPoint {
 
     /// One predictor-corrector step, left pending (applied by the next [`Self::prepare`]);
     /// returns the primal step length, or `None` if a direction could not be computed.
-    fn step(&mut self, inst: &Instance, mu: f64, tol: f64) -> Option<f64> {
-        let rounds = inst.rounds;
+    fn step<const W: usize>(&mut self, inst: &Instance, mu: f64, tol: f64) -> Option<f64> {
+        let rounds = width::<W>(inst);
         let t = &mut self.t;
         for tt in 0..rounds {
             t.base[tt] = if inst.round_used[tt] {
@@ -894,7 +915,7 @@ impl InteriorPoint {
             };
             t.rhs[tt] = t.base[tt] + t.r0[tt];
         }
-        let predictor = self.direction(inst, Pass::Predictor)?;
+        let predictor = self.direction::<W>(inst, Pass::Predictor)?;
         let (ap, ad) = predictor.limits.steps();
         let [c1, c2, c3] = predictor.poly;
         let complementarity = mu * self.complementarity_pairs;
@@ -917,7 +938,7 @@ impl InteriorPoint {
             };
             t.rhs[tt] = t.base[tt] + t.r0[tt] + target * t.rtau[tt] + t.rcorr[tt];
         }
-        let corrector = self.direction(inst, Pass::Corrector { target })?;
+        let corrector = self.direction::<W>(inst, Pass::Corrector { target })?;
         let (ap, ad) = corrector.limits.steps();
         let (ap, ad) = (
             (STEP_TO_BOUNDARY * ap).min(1.0),
@@ -1059,6 +1080,17 @@ fn dominant_entry(q: &[f64], kappa: f64) -> usize {
     best
 }
 
+/// The row length: `W` when the loops are compiled for it (then `inst.rounds == W`), else the
+/// market's.
+#[inline(always)]
+fn width<const W: usize>(inst: &Instance) -> usize {
+    if W == 0 {
+        inst.rounds
+    } else {
+        W
+    }
+}
+
 /// 1 on a purchasable entry (positive valuation), 0 on the others.
 #[inline(always)]
 fn live(a: f64) -> f64 {
@@ -1125,7 +1157,7 @@ fn lane_dot(a: &[f64], b: &[f64]) -> f64 {
 /// on the row (`x = 0`, `y = 1` where not purchasable) and returns `u`. `gain` and `slope` are
 /// scratch rows.
 #[allow(clippy::too_many_arguments)]
-fn central_response(
+fn central_response<const W: usize>(
     inst: &Instance,
     b: usize,
     p: &[f64],
@@ -1135,7 +1167,7 @@ fn central_response(
     y: &mut [f64],
     (gain, slope): (&mut [f64], &mut [f64]),
 ) -> f64 {
-    let rounds = inst.rounds;
+    let rounds = width::<W>(inst);
     let a = row(&inst.a, b, rounds);
     let (p, x, y) = (&p[..rounds], &mut x[..rounds], &mut y[..rounds]);
     let (gain, slope) = (&mut gain[..rounds], &mut slope[..rounds]);

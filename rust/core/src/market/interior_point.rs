@@ -202,8 +202,8 @@ pub(crate) struct InteriorPoint {
     entry_complementarity: f64,
 }
 
-/// Where the method starts: prices, a guess of each buyer's utility, and the duality gap of that
-/// guess (which sets the first barrier).
+/// Where the method starts: prices, a guess of each buyer's utility, and a duality gap that sets
+/// the first barrier (`mu = gap / m`).
 pub(crate) struct Start<'a> {
     pub prices: &'a [f64],
     pub utilities: &'a [f64],

@@ -126,6 +126,9 @@ impl Default for SolverSettings {
 /// from a warm start.
 const COLD_WARMUP: usize = 5;
 const WARM_WARMUP: usize = 1;
+/// From a warm start the interior-point method's first barrier is this multiple of the certified
+/// gap (see [`PreparedMarket::solve`]).
+const WARM_BARRIER: f64 = 30.0;
 /// How often proportional response alone evaluates its certificate (in iterations).
 const CERTIFY_EVERY: usize = 10;
 /// Shares within this of 0 or 1 are reported as exactly 0 or 1 when the plan stays certified
@@ -276,10 +279,19 @@ impl PreparedMarket {
                     let gap = best.offer(inst, &pr.x, &pr.lambda);
                     if gap > settings.tol && pr_iterations < settings.max_iter {
                         let mut ipm = InteriorPoint::new(inst);
+                        // The first barrier matches the certified gap, except from a warm start:
+                        // its prices are good, but at so small a barrier the best responses of
+                        // jobs indifferent between rounds overshoot the supply and the first
+                        // steps stall (measured on the policy's consecutive markets).
+                        let barrier_gap = if warm.is_some() {
+                            WARM_BARRIER * gap
+                        } else {
+                            gap
+                        };
                         let start = Start {
                             prices: &pr.lambda,
                             utilities: &pr.u,
-                            gap,
+                            gap: barrier_gap,
                         };
                         let run = ipm.run(
                             inst,

@@ -71,8 +71,11 @@ const CERTIFY_MARGIN: f64 = 1.5;
 const STALL_LIMIT: usize = 8;
 /// Certified iterations in a row that improved the gap by less than 1% before it gives up.
 const IDLE_LIMIT: usize = 8;
-/// Whatever the barrier says, the certificate is evaluated every this many iterations.
+/// Within `CERTIFY_NEAR` times the tolerance of the barrier's estimate, the certificate is also
+/// evaluated every `CERTIFY_EVERY` iterations whatever that estimate says (it feeds the idle test
+/// when the estimate and the gap disagree).
 const CERTIFY_EVERY: usize = 10;
+const CERTIFY_NEAR: f64 = 100.0;
 /// A well-behaved run needs a few tens of iterations; this many means it is going in circles.
 const MAX_ITERATIONS: usize = 300;
 /// `RESTART_AFTER` primal steps in a row shorter than `RESTART_BELOW` right after a start restart
@@ -392,8 +395,9 @@ impl InteriorPoint {
             }
             let mu_now = self.prepare::<W>(inst) / self.complementarity_pairs;
             let complementarity = mu_now * self.complementarity_pairs;
-            let due =
-                complementarity <= certify_below || iterations % CERTIFY_EVERY == CERTIFY_EVERY - 1;
+            let due = complementarity <= certify_below
+                || (iterations % CERTIFY_EVERY == CERTIFY_EVERY - 1
+                    && complementarity <= CERTIFY_NEAR * tol);
             if due {
                 let gap = best.offer(inst, &self.e.x, &self.t.p);
                 if gap <= tol {
@@ -643,7 +647,7 @@ impl InteriorPoint {
             schur_scales[slot] = scale;
             if slot == SCHUR_BLOCK - 1 || k + 1 == inst.buyers() {
                 schur_scales[slot + 1..].fill(0.0);
-                subtract_outer_products(schur, rounds, schur_rows, schur_scales);
+                subtract_outer_products::<W>(schur, rounds, schur_rows, schur_scales);
             }
             // sum n M^{-1} h0, h0 = coef a - n p.
             let coef = b.coef[k];
@@ -1039,12 +1043,13 @@ impl<'a> RowInverse<'a> {
 
 /// `S -= sum_l scales_l d_l d_l^T` on the upper triangle of the `rounds x rounds` matrix `S`, for
 /// the [`SCHUR_BLOCK`] rows `d_l` of `rows` (one read and write of `S` per block of rows).
-fn subtract_outer_products(
+fn subtract_outer_products<const W: usize>(
     schur: &mut [f64],
     rounds: usize,
     rows: &[f64],
     scales: &[f64; SCHUR_BLOCK],
 ) {
+    let rounds = if W == 0 { rounds } else { W };
     let (d0, rest) = rows.split_at(rounds);
     let (d1, rest) = rest.split_at(rounds);
     let (d2, d3) = rest.split_at(rounds);

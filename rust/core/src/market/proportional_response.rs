@@ -135,7 +135,8 @@ impl ProportionalResponse {
                 }
             }
             for t in 0..rounds {
-                let capped = a[t] > 0.0 && bids[t] >= n * lambda[t];
+                // Non-short-circuit `&`: branch-free, so the loop vectorises.
+                let capped = (a[t] > 0.0) & (bids[t] >= n * lambda[t]);
                 capped_bids[t] += if capped { bids[t] } else { 0.0 };
                 capped_gangs[t] += if capped { n } else { 0.0 };
             }

@@ -718,11 +718,16 @@ impl InteriorPoint {
             let ceiling = inst.ceil[k].is_finite();
             let inverse = RowInverse::new(a, isig, b.kappa[k], b.dominant[k], b.dominant_loo[k]);
             let (r, beta, br) = (b.r[k], b.beta[k], b.br[k]);
+            // g = h - n dp, with h evaluated exactly as in every other call of this pass (the
+            // same bits) and the price step subtracted last: iterative refinement moves `dp` by
+            // tiny amounts, and rounding `p + dp` afresh would add a new error on each try that
+            // `M^{-1}` amplifies by `1 / sigma` on fractional entries (up to ~1/mu), so the
+            // refined residual would never settle (seen stalling at gaps near 1e-8).
             match pass {
                 Pass::Predictor => {
                     let coef = b.coef[k];
                     for j in 0..rounds {
-                        g[j] = coef * a[j] - n * (p[j] + dp[j]);
+                        g[j] = (coef * a[j] - n * p[j]) - n * dp[j];
                     }
                 }
                 Pass::Corrector { target } => {
@@ -732,8 +737,9 @@ impl InteriorPoint {
                         b.coef[k]
                     };
                     for j in 0..rounds {
-                        g[j] = coef * a[j] - n * (p[j] + dp[j]) + target * (ix[j] - iy[j]) + cvi[j]
-                            - cxi[j];
+                        let h =
+                            (coef * a[j] - n * p[j]) + target * (ix[j] - iy[j]) + cvi[j] - cxi[j];
+                        g[j] = h - n * dp[j];
                     }
                 }
             }
@@ -1181,7 +1187,11 @@ fn central_response<const W: usize>(
     let (mut lo, mut hi) = (c, reach.min(ceil));
     let (two_mu, four_mu2) = (2.0 * mu, 4.0 * mu * mu);
     // x(k) = 2 mu / (2 mu - k + R), y = 2 mu / (2 mu + k + R), R = sqrt(k^2 + 4 mu^2), the
-    // stable roots of k + mu/x - mu/y = 0; dx/dk = 2 mu / ((2 mu + R)^2 + k^2).
+    // roots of k + mu/x - mu/y = 0 with x + y = 1; dx/dk = 2 mu / ((2 mu + R)^2 + k^2). Each
+    // formula cancels on one side (x for k > 0, where R - k ~ 2 mu^2 / k is lost against k when
+    // mu is small, seen putting x + y 1e-8 away from 1), so only the smaller of the two is taken
+    // from its formula and the other is 1 minus it: the Newton steps keep x + y fixed, so an
+    // error there would never be corrected.
     let mut evaluate = |u: f64| {
         let (g, dg) = if ceil.is_finite() {
             let room = ceil - u;
@@ -1193,9 +1203,14 @@ fn central_response<const W: usize>(
             let m = live(a[j]);
             let k = g * a[j] - n * p[j];
             let root = (k * k + four_mu2).sqrt();
-            let xe = two_mu / ((two_mu - k) + root);
+            let low = two_mu / ((two_mu + k.abs()) + root);
+            let (xe, ye) = if k > 0.0 {
+                (1.0 - low, low)
+            } else {
+                (low, 1.0 - low)
+            };
             x[j] = m * xe;
-            y[j] = m * (two_mu / ((two_mu + k) + root)) + (1.0 - m);
+            y[j] = m * ye + (1.0 - m);
             gain[j] = a[j] * xe;
             let spread = two_mu + root;
             slope[j] = a[j] * a[j] * (two_mu / (spread * spread + k * k));

@@ -722,7 +722,7 @@ impl InteriorPoint {
             // same bits) and the price step subtracted last: iterative refinement moves `dp` by
             // tiny amounts, and rounding `p + dp` afresh would add a new error on each try that
             // `M^{-1}` amplifies by `1 / sigma` on fractional entries (up to ~1/mu), so the
-            // refined residual would never settle (seen stalling at gaps near 1e-8).
+            // refined residual would never settle (seen stalling at a gap of 2e-7).
             match pass {
                 Pass::Predictor => {
                     let coef = b.coef[k];

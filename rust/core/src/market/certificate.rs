@@ -27,10 +27,12 @@ pub(crate) fn project_primal(
     u: &mut [f64],
     demand: &mut [f64],
 ) -> f64 {
+    let rounds = inst.rounds;
     demand.fill(0.0);
     for b in 0..inst.buyers() {
-        for e in inst.start[b]..inst.start[b + 1] {
-            demand[inst.col[e]] += inst.n[b] * x[e].clamp(0.0, 1.0);
+        let n = inst.n[b];
+        for (d, &x) in demand.iter_mut().zip(&x[inst.row(b)]) {
+            *d += n * x.clamp(0.0, 1.0);
         }
     }
     for (t, d) in demand.iter_mut().enumerate() {
@@ -42,17 +44,18 @@ pub(crate) fn project_primal(
     }
     let mut objective = 0.0;
     for b in 0..inst.buyers() {
-        let range = inst.start[b]..inst.start[b + 1];
+        let range = inst.row(b);
+        let (a, out) = (&inst.a[range.clone()], &mut out[range.clone()]);
         let mut gain = 0.0;
-        for e in range.clone() {
-            out[e] = x[e].clamp(0.0, 1.0) * demand[inst.col[e]];
-            gain += inst.a[e] * out[e];
+        for t in 0..rounds {
+            out[t] = x[range.start + t].clamp(0.0, 1.0) * demand[t];
+            gain += a[t] * out[t];
         }
         let room = inst.ceil[b] - inst.c[b];
         if gain > room {
             let f = room / gain;
-            for e in range {
-                out[e] *= f;
+            for o in out.iter_mut() {
+                *o *= f;
             }
             gain = room;
         }
@@ -64,8 +67,8 @@ pub(crate) fn project_primal(
 
 /// The dual bound `D(p)` (normalised units) for prices `p >= 0`.
 ///
-/// `order` is scratch space (reused, never reallocated once it holds the longest row).
-pub(crate) fn dual_bound(inst: &Instance, p: &[f64], order: &mut Vec<(f64, usize)>) -> f64 {
+/// `order` is scratch space (reused, never reallocated once it holds a row).
+pub(crate) fn dual_bound(inst: &Instance, p: &[f64], order: &mut Vec<(u64, usize)>) -> f64 {
     let mut bound: f64 = (0..inst.rounds)
         .map(|t| p[t].max(0.0) * inst.supply[t])
         .sum();
@@ -76,31 +79,37 @@ pub(crate) fn dual_bound(inst: &Instance, p: &[f64], order: &mut Vec<(f64, usize
 }
 
 /// `phi_b(p)` for one buyer.
-fn buyer_dual(inst: &Instance, b: usize, p: &[f64], order: &mut Vec<(f64, usize)>) -> f64 {
+fn buyer_dual(inst: &Instance, b: usize, p: &[f64], order: &mut Vec<(u64, usize)>) -> f64 {
     let (w, n, ceil) = (inst.w[b], inst.n[b], inst.ceil[b]);
     let mut u = inst.c[b];
     order.clear();
-    for e in inst.start[b]..inst.start[b + 1] {
-        let price = p[inst.col[e]].max(0.0) * n;
+    for (t, &a) in inst.a[inst.row(b)].iter().enumerate() {
+        if a <= 0.0 {
+            continue; // not purchasable
+        }
+        let price = p[t].max(0.0) * n;
         if price > 0.0 {
-            order.push((inst.a[e] / price, e));
+            // Positive ratios order like their bit patterns: sort integers, descending.
+            order.push((u64::MAX - (a / price).to_bits(), t));
         } else {
-            u += inst.a[e]; // a free round: always worth holding
+            u += a; // a free round: always worth holding
         }
     }
     if u >= ceil {
         return w * ceil.ln();
     }
-    // Decreasing bang per buck; entry index breaks ties so the order is deterministic.
-    order.sort_unstable_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+    // Decreasing bang per buck; the round breaks ties so the order is deterministic.
+    order.sort_unstable();
+    let a = &inst.a[inst.row(b)];
     let mut spend = 0.0;
-    for &(ratio, e) in order.iter() {
+    for &(key, t) in order.iter() {
+        let ratio = f64::from_bits(u64::MAX - key);
         // Marginal value of utility is w / u; one unit of utility costs 1 / ratio here.
         let wanted = w * ratio;
         if wanted <= u {
             break;
         }
-        let reach = (u + inst.a[e]).min(ceil);
+        let reach = (u + a[t]).min(ceil);
         let target = wanted.min(reach);
         spend += (target - u) / ratio;
         u = target;
@@ -126,15 +135,11 @@ pub(crate) struct Incumbent {
     candidate: Vec<f64>,
     candidate_u: Vec<f64>,
     demand: Vec<f64>,
-    order: Vec<(f64, usize)>,
+    order: Vec<(u64, usize)>,
 }
 
 impl Incumbent {
     pub fn new(inst: &Instance) -> Self {
-        let longest_row = (0..inst.buyers())
-            .map(|b| inst.start[b + 1] - inst.start[b])
-            .max()
-            .unwrap_or(0);
         Self {
             primal: f64::NEG_INFINITY,
             shares: vec![0.0; inst.entries()],
@@ -144,7 +149,7 @@ impl Incumbent {
             candidate: vec![0.0; inst.entries()],
             candidate_u: vec![0.0; inst.buyers()],
             demand: vec![0.0; inst.rounds],
-            order: Vec::with_capacity(longest_row),
+            order: Vec::with_capacity(inst.rounds),
         }
     }
 
@@ -183,26 +188,26 @@ impl Incumbent {
         let mut touched = false;
         self.demand.fill(0.0);
         for b in 0..inst.buyers() {
-            for e in inst.start[b]..inst.start[b + 1] {
+            for (t, e) in inst.row(b).enumerate() {
                 let share = self.shares[e];
                 let clean = if share < threshold { 0.0 } else { share };
                 touched |= clean != share;
                 self.candidate[e] = clean;
-                self.demand[inst.col[e]] += inst.n[b] * clean;
+                self.demand[t] += inst.n[b] * clean;
             }
         }
         let mut primal = 0.0;
         for b in 0..inst.buyers() {
-            let range = inst.start[b]..inst.start[b + 1];
+            let range = inst.row(b);
             let mut u = inst.c[b];
             for e in range.clone() {
                 u += inst.a[e] * self.candidate[e];
             }
-            for e in range {
+            for (t, e) in range.enumerate() {
                 let share = self.candidate[e];
-                let t = inst.col[e];
                 let extra = 1.0 - share;
                 if share > 1.0 - threshold
+                    && inst.a[e] > 0.0
                     && extra > 0.0
                     && self.demand[t] + inst.n[b] * extra <= inst.supply[t]
                     && u + inst.a[e] * extra <= inst.ceil[b]

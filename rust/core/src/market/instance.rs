@@ -10,7 +10,8 @@
 //!   largest reachable utility. Eisenberg-Gale is invariant to that (the objective moves by the
 //!   constant `w_i log s_i`, allocation and prices do not move), and afterwards every utility lies
 //!   in `(0, 1]`. A ceiling that cannot bind is dropped; one that can becomes exactly 1;
-//! * valuations are stored per job as a compressed row (purchasable entries only).
+//! * valuations are stored as dense rows of `rounds` entries per active job, 0 where the entry
+//!   is not purchasable.
 
 use super::MarketError;
 
@@ -52,11 +53,9 @@ pub(crate) struct Instance {
     pub ceil: Vec<f64>,
     /// Gang size of each active buyer, in GPUs.
     pub n: Vec<f64>,
-    /// Compressed rows: entries of buyer `b` are `start[b]..start[b + 1]`.
-    pub start: Vec<usize>,
-    /// Round of each entry (increasing within a row).
-    pub col: Vec<usize>,
-    /// Scaled valuation of each entry (> 0).
+    /// Scaled valuations, one dense row of `rounds` entries per active buyer (row-major
+    /// `buyers x rounds`): positive on purchasable entries, exactly 0 on the others. Dense rows
+    /// keep every per-row loop contiguous (and vectorisable); a zero valuation is the mask.
     pub a: Vec<f64>,
     /// Supply per round, in GPUs.
     pub supply: Vec<f64>,
@@ -74,8 +73,14 @@ impl Instance {
         self.job_of.len()
     }
 
+    /// Entries of the dense layout (`buyers x rounds`).
     pub fn entries(&self) -> usize {
         self.a.len()
+    }
+
+    /// The entries of buyer `b`'s row.
+    pub fn row(&self, b: usize) -> std::ops::Range<usize> {
+        b * self.rounds..(b + 1) * self.rounds
     }
 
     /// Validate `problem` and build its normalised form.
@@ -86,38 +91,27 @@ impl Instance {
         let mut in_objective = vec![false; jobs];
         let mut active_job = vec![false; jobs];
         let mut budget_total = 0.0;
-        let mut raw_start = Vec::with_capacity(jobs + 1);
         let mut job_of = Vec::new();
-        let mut start = vec![0];
-        let mut col = Vec::new();
         let mut a = Vec::new();
-        raw_start.push(0);
+        let mut round_used = vec![false; rounds];
         for i in 0..jobs {
             let n_i = f64::from(problem.gang_sizes[i]);
             let row = &problem.valuations[i * rounds..(i + 1) * rounds];
-            let before = col.len();
-            if problem.budgets[i] > 0.0 {
-                for (t, &a_it) in row.iter().enumerate() {
-                    if a_it > 0.0 && n_i <= supply[t] {
-                        col.push(t);
-                        a.push(a_it);
-                    }
-                }
-            }
-            let active = col.len() > before;
+            let purchasable = |t: usize| row[t] > 0.0 && n_i <= supply[t];
+            let active = problem.budgets[i] > 0.0 && (0..rounds).any(purchasable);
             if active {
                 active_job[i] = true;
                 job_of.push(i);
-                start.push(col.len());
+                for t in 0..rounds {
+                    let keep = purchasable(t);
+                    round_used[t] |= keep;
+                    a.push(if keep { row[t] } else { 0.0 });
+                }
             }
             in_objective[i] = problem.budgets[i] > 0.0 && (active || problem.progress[i] > 0.0);
             if in_objective[i] {
                 budget_total += problem.budgets[i];
             }
-        }
-        let mut round_used = vec![false; rounds];
-        for &t in &col {
-            round_used[t] = true;
         }
         let buyers = job_of.len();
         let mut w = Vec::with_capacity(buyers);
@@ -127,7 +121,8 @@ impl Instance {
         let mut n = Vec::with_capacity(buyers);
         let mut objective_offset = 0.0;
         for (b, &i) in job_of.iter().enumerate() {
-            let reach: f64 = problem.progress[i] + a[start[b]..start[b + 1]].iter().sum::<f64>();
+            let row = &mut a[b * rounds..(b + 1) * rounds];
+            let reach: f64 = problem.progress[i] + row.iter().sum::<f64>();
             let ceiling = problem.ceilings[i];
             let s = reach.min(ceiling);
             let w_b = problem.budgets[i] / budget_total;
@@ -136,7 +131,7 @@ impl Instance {
             c.push(problem.progress[i] / s);
             ceil.push(if ceiling < reach { 1.0 } else { f64::INFINITY });
             n.push(f64::from(problem.gang_sizes[i]));
-            for a_e in &mut a[start[b]..start[b + 1]] {
+            for a_e in row {
                 *a_e /= s;
             }
             objective_offset += w_b * s.ln();
@@ -155,8 +150,6 @@ impl Instance {
             c,
             ceil,
             n,
-            start,
-            col,
             a,
             supply,
             round_used,

@@ -126,6 +126,9 @@ impl Default for SolverSettings {
 /// from a warm start.
 const COLD_WARMUP: usize = 5;
 const WARM_WARMUP: usize = 1;
+/// From a warm start the interior-point method's first barrier is this multiple of the certified
+/// gap (see [`PreparedMarket::solve`]).
+const WARM_BARRIER: f64 = 30.0;
 /// How often proportional response alone evaluates its certificate (in iterations).
 const CERTIFY_EVERY: usize = 10;
 /// Shares within this of 0 or 1 are reported as exactly 0 or 1 when the plan stays certified
@@ -276,10 +279,19 @@ impl PreparedMarket {
                     let gap = best.offer(inst, &pr.x, &pr.lambda);
                     if gap > settings.tol && pr_iterations < settings.max_iter {
                         let mut ipm = InteriorPoint::new(inst);
+                        // The first barrier matches the certified gap, except from a warm start:
+                        // its prices are good, but at so small a barrier the best responses of
+                        // jobs indifferent between rounds overshoot the supply and the first
+                        // steps stall (measured on the policy's consecutive markets).
+                        let barrier_gap = if warm.is_some() {
+                            WARM_BARRIER * gap
+                        } else {
+                            gap
+                        };
                         let start = Start {
                             prices: &pr.lambda,
                             utilities: &pr.u,
-                            gap,
+                            gap: barrier_gap,
                         };
                         let run = ipm.run(
                             inst,
@@ -360,11 +372,9 @@ fn assemble(
     let mut bids = vec![0.0; jobs * rounds];
     let mut utilities = progress.to_vec();
     for (b, &i) in inst.job_of.iter().enumerate() {
-        let range = inst.start[b]..inst.start[b + 1];
         let u = best.utilities[b];
         let spendable = effective_budget(inst, best, b) * total;
-        for e in range {
-            let t = inst.col[e];
+        for (t, e) in inst.row(b).enumerate() {
             shares[i * rounds + t] = best.shares[e];
             bids[i * rounds + t] = match method_bids {
                 Some(own) => own[e] * total,
@@ -408,8 +418,8 @@ fn effective_budget(inst: &Instance, best: &Incumbent, b: usize) -> f64 {
     if !(inst.ceil[b].is_finite() && u >= inst.ceil[b] * (1.0 - 1e-7)) {
         return inst.w[b];
     }
-    let ratio = |e: usize| inst.n[b] * best.prices[inst.col[e]].max(0.0) / inst.a[e];
-    let range = inst.start[b]..inst.start[b + 1];
+    let ratio = |e: usize| inst.n[b] * best.prices[e % inst.rounds].max(0.0) / inst.a[e];
+    let range = inst.row(b);
     let fractional = range
         .clone()
         .filter(|&e| best.shares[e] > SHARE_NOISE && best.shares[e] < 1.0 - SHARE_NOISE)

@@ -35,7 +35,8 @@ const BID_FLOOR: f64 = 1e-16;
 const MAX_PASSES: usize = 200;
 
 pub(crate) struct ProportionalResponse {
-    /// Bids per entry, in normalised budget units.
+    /// Bids per entry (dense rows), in normalised budget units; 0 on entries that are not
+    /// purchasable.
     pub bids: Vec<f64>,
     /// Rows started from warm-start bids whose effective budget is still to be inferred.
     warm_rows: Vec<bool>,
@@ -60,37 +61,41 @@ impl ProportionalResponse {
     /// holds a positive bid on a purchasable entry; other rows start cold, bidding as if they held
     /// every round: `b_it = w_i a_it / (c_i + sum_t a_it)`.
     pub fn new(inst: &Instance, warm: Option<&[f64]>) -> Self {
-        let entries = inst.entries();
+        let (entries, rounds) = (inst.entries(), inst.rounds);
         let mut bids = vec![0.0; entries];
         let mut warm_rows = vec![false; inst.buyers()];
+        let mut gang_sum = vec![0.0; rounds];
         for b in 0..inst.buyers() {
-            let range = inst.start[b]..inst.start[b + 1];
+            let a = &inst.a[inst.row(b)];
+            let out = &mut bids[inst.row(b)];
             let floor = BID_FLOOR * inst.w[b];
             let row = warm.map(|bids| {
                 let i = inst.job_of[b];
-                &bids[i * inst.rounds..(i + 1) * inst.rounds]
+                &bids[i * rounds..(i + 1) * rounds]
             });
-            let informed = row.is_some_and(|row| range.clone().any(|e| row[inst.col[e]] > 0.0));
+            let informed = row.is_some_and(|row| (0..rounds).any(|t| a[t] > 0.0 && row[t] > 0.0));
             match row {
                 Some(row) if informed => {
                     warm_rows[b] = true;
-                    for e in range {
-                        bids[e] = row[inst.col[e]].max(floor);
+                    for t in 0..rounds {
+                        out[t] = if a[t] > 0.0 { row[t].max(floor) } else { 0.0 };
                     }
                 }
                 _ => {
-                    let reach: f64 = inst.c[b] + inst.a[range.clone()].iter().sum::<f64>();
-                    for e in range {
-                        bids[e] = (inst.w[b] * inst.a[e] / reach).max(floor);
+                    let reach: f64 = inst.c[b] + a.iter().sum::<f64>();
+                    for t in 0..rounds {
+                        out[t] = if a[t] > 0.0 {
+                            (inst.w[b] * a[t] / reach).max(floor)
+                        } else {
+                            0.0
+                        };
                     }
                 }
             }
-        }
-        let rounds = inst.rounds;
-        let mut gang_sum = vec![0.0; rounds];
-        for b in 0..inst.buyers() {
-            for &t in &inst.col[inst.start[b]..inst.start[b + 1]] {
-                gang_sum[t] += inst.n[b];
+            for t in 0..rounds {
+                if a[t] > 0.0 {
+                    gang_sum[t] += inst.n[b];
+                }
             }
         }
         Self {
@@ -108,6 +113,36 @@ impl ProportionalResponse {
         }
     }
 
+    /// Sum the bids, and the bids and gangs of the bidders capped at the current levels, per
+    /// round (`bid_sum` only when `with_sum`).
+    fn tally(&mut self, inst: &Instance, with_sum: bool) {
+        let rounds = inst.rounds;
+        if with_sum {
+            self.bid_sum.fill(0.0);
+        }
+        self.capped_bids.fill(0.0);
+        self.capped_gangs.fill(0.0);
+        let (bid_sum, lambda) = (&mut self.bid_sum[..rounds], &self.lambda[..rounds]);
+        let capped_bids = &mut self.capped_bids[..rounds];
+        let capped_gangs = &mut self.capped_gangs[..rounds];
+        for b in 0..inst.buyers() {
+            let n = inst.n[b];
+            let a = &inst.a[inst.row(b)][..rounds];
+            let bids = &self.bids[inst.row(b)][..rounds];
+            if with_sum {
+                for t in 0..rounds {
+                    bid_sum[t] += bids[t];
+                }
+            }
+            for t in 0..rounds {
+                // Non-short-circuit `&`: branch-free, so the loop vectorises.
+                let capped = (a[t] > 0.0) & (bids[t] >= n * lambda[t]);
+                capped_bids[t] += if capped { bids[t] } else { 0.0 };
+                capped_gangs[t] += if capped { n } else { 0.0 };
+            }
+        }
+    }
+
     /// Water-fill every round for the current bids; sets `lambda`, `x` and `u`.
     ///
     /// `lambda_t` solves `sum_i min(n_i, b_it / lambda) = G_t`. Fixing the set of capped bidders
@@ -117,20 +152,7 @@ impl ProportionalResponse {
     /// capped bidders take). So each round starts from its previous level, which proportional
     /// response changes little between iterations: typically two or three passes.
     pub fn allocate(&mut self, inst: &Instance) {
-        self.bid_sum.fill(0.0);
-        self.capped_bids.fill(0.0);
-        self.capped_gangs.fill(0.0);
-        for b in 0..inst.buyers() {
-            let range = inst.start[b]..inst.start[b + 1];
-            let n = inst.n[b];
-            for (&bid, &t) in self.bids[range.clone()].iter().zip(&inst.col[range]) {
-                self.bid_sum[t] += bid;
-                if bid >= n * self.lambda[t] {
-                    self.capped_bids[t] += bid;
-                    self.capped_gangs[t] += n;
-                }
-            }
-        }
+        self.tally(inst, true);
         for t in 0..inst.rounds {
             let supply = inst.supply[t];
             let fits = self.gang_sum[t] <= supply;
@@ -148,18 +170,7 @@ impl ProportionalResponse {
             if self.settled.iter().all(|&s| s) {
                 break;
             }
-            self.capped_bids.fill(0.0);
-            self.capped_gangs.fill(0.0);
-            for b in 0..inst.buyers() {
-                let range = inst.start[b]..inst.start[b + 1];
-                let n = inst.n[b];
-                for (&bid, &t) in self.bids[range.clone()].iter().zip(&inst.col[range]) {
-                    if bid >= n * self.lambda[t] {
-                        self.capped_bids[t] += bid;
-                        self.capped_gangs[t] += n;
-                    }
-                }
-            }
+            self.tally(inst, false);
             for t in 0..inst.rounds {
                 if self.settled[t] {
                     continue;
@@ -173,23 +184,27 @@ impl ProportionalResponse {
                 }
             }
         }
+        let rounds = inst.rounds;
+        let lambda = &self.lambda[..rounds];
         for b in 0..inst.buyers() {
-            let range = inst.start[b]..inst.start[b + 1];
             let n = inst.n[b];
+            let range = inst.row(b);
+            let (a, bids, x) = (
+                &inst.a[range.clone()][..rounds],
+                &self.bids[range.clone()][..rounds],
+                &mut self.x[range][..rounds],
+            );
             let mut gain = 0.0;
-            for (((x, &bid), &t), &a) in self.x[range.clone()]
-                .iter_mut()
-                .zip(&self.bids[range.clone()])
-                .zip(&inst.col[range.clone()])
-                .zip(&inst.a[range])
-            {
-                let level = self.lambda[t];
-                *x = if level > 0.0 {
-                    (bid / (n * level)).min(1.0)
+            for t in 0..rounds {
+                let level = lambda[t];
+                x[t] = if a[t] <= 0.0 {
+                    0.0
+                } else if level > 0.0 {
+                    (bids[t] / (n * level)).min(1.0)
                 } else {
                     1.0
                 };
-                gain += a * *x;
+                gain += a[t] * x[t];
             }
             self.u[b] = inst.c[b] + gain;
         }
@@ -198,12 +213,13 @@ impl ProportionalResponse {
     /// The proportional-response update of the bids from the last allocation.
     pub fn rebid(&mut self, inst: &Instance) {
         for b in 0..inst.buyers() {
+            let range = inst.row(b);
             let u = self.u[b];
             let gain = u - inst.c[b];
             if std::mem::take(&mut self.warm_rows[b]) && inst.ceil[b].is_finite() && gain > 0.0 {
                 // A warm row at its ceiling spent less than its budget: resume from the budget its
                 // bids imply (spend = w' (u - c) / u) instead of overshooting with the full one.
-                let spend: f64 = self.bids[inst.start[b]..inst.start[b + 1]].iter().sum();
+                let spend: f64 = self.bids[range.clone()].iter().sum();
                 self.budget[b] = (spend * u / gain).min(inst.w[b]);
             }
             if inst.ceil[b].is_finite() && gain > 0.0 {
@@ -212,8 +228,18 @@ impl ProportionalResponse {
             }
             let factor = self.budget[b] / u;
             let floor = BID_FLOOR * inst.w[b];
-            for e in inst.start[b]..inst.start[b + 1] {
-                self.bids[e] = (factor * inst.a[e] * self.x[e]).max(floor);
+            let rounds = inst.rounds;
+            let (a, x, bids) = (
+                &inst.a[range.clone()][..rounds],
+                &self.x[range.clone()][..rounds],
+                &mut self.bids[range][..rounds],
+            );
+            for t in 0..rounds {
+                bids[t] = if a[t] > 0.0 {
+                    (factor * a[t] * x[t]).max(floor)
+                } else {
+                    0.0
+                };
             }
         }
     }

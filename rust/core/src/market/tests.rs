@@ -173,6 +173,51 @@ fn two_equal_jobs_split_one_round() {
 }
 
 #[test]
+fn a_round_with_room_to_spare_is_free_and_held_whole() {
+    // Round 0: only job 6 can use it, and its 8-GPU gang fits twice (no price); round 1 is
+    // contested. Regression (found by hypothesis): the interior-point method started round 0 at
+    // a floored price with a tiny slack, raised its price, and stalled far from the optimum.
+    let m = Market {
+        jobs: 8,
+        rounds: 2,
+        valuations: vec![
+            0.0,
+            0.164_502_958_730_930_18,
+            0.0,
+            0.102_621_955_832_229_27,
+            0.0,
+            0.064_784_106_357_367_09,
+            0.0,
+            0.0,
+            0.0,
+            0.028_886_106_012_566_182,
+            0.0,
+            0.161_309_460_127_524_1,
+            0.095_104_812_187_274_46,
+            0.197_712_440_060_629_5,
+            0.0,
+            0.012_748_611_854_035_64,
+        ],
+        gang_sizes: vec![4, 1, 8, 2, 2, 2, 8, 4],
+        supply: vec![17.0, 8.0],
+        budgets: vec![1.0; 8],
+        progress: vec![0.0; 8],
+        ceilings: vec![f64::INFINITY; 8],
+    };
+    let settings = SolverSettings {
+        tol: 1e-10,
+        ..SolverSettings::default()
+    };
+    let s = match solve(&m.problem(), &settings, None) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    assert!(s.converged, "gap {}", s.gap);
+    assert_eq!(s.shares[12], 1.0);
+    assert!(s.shares[13] <= 1e-6, "share {}", s.shares[13]);
+}
+
+#[test]
 fn a_lone_job_takes_every_round_for_free() {
     let m = Market {
         jobs: 1,

@@ -1,1 +1,0 @@
-//! The dynamic Fisher market solver (to be written: issue 3).

@@ -1,0 +1,256 @@
+//! Validation of a market and its normalised, compressed form used by the solvers.
+//!
+//! The solvers work on an equivalent, better-conditioned copy of the program:
+//!
+//! * only *active* jobs take part: a positive budget and at least one *purchasable* entry
+//!   (`a_it > 0` and the gang fits the round, `n_i <= G_t`). Every other job gets nothing;
+//! * budgets are divided by their sum `W` over the jobs whose utility is positive, so prices and
+//!   objective are O(1) whatever the budgets' scale (they are scaled back on output);
+//! * each active job's utilities are divided by `s_i = min(ceiling_i, c_i + sum_t a_it)`, its
+//!   largest reachable utility. Eisenberg-Gale is invariant to that (the objective moves by the
+//!   constant `w_i log s_i`, allocation and prices do not move), and afterwards every utility lies
+//!   in `(0, 1]`. A ceiling that cannot bind is dropped; one that can becomes exactly 1;
+//! * valuations are stored per job as a compressed row (purchasable entries only).
+
+use super::MarketError;
+
+/// A market as given by the caller (all slices row-major, `jobs x rounds` where 2-D).
+#[derive(Clone, Copy, Debug)]
+pub struct MarketProblem<'a> {
+    /// Number of jobs (buyers), `N`.
+    pub jobs: usize,
+    /// Number of rounds in the window (goods), `T`.
+    pub rounds: usize,
+    /// `a_it`: utility job `i` gains from holding its gang through round `t` (`N x T`, >= 0).
+    pub valuations: &'a [f64],
+    /// `n_i`: GPUs job `i` needs to run (>= 1).
+    pub gang_sizes: &'a [u32],
+    /// `G_t`: GPUs available in round `t` (>= 0).
+    pub supply: &'a [f64],
+    /// `w_i`: budget of job `i` (>= 0).
+    pub budgets: &'a [f64],
+    /// `c_i`: utility already earned, in `[0, 1)`.
+    pub progress: &'a [f64],
+    /// `ubar_i`: utility ceiling, `> c_i`; `+inf` means no ceiling.
+    pub ceilings: &'a [f64],
+}
+
+/// The normalised market the solvers iterate on (see the module documentation).
+#[derive(Clone, Debug)]
+pub(crate) struct Instance {
+    pub jobs: usize,
+    pub rounds: usize,
+    /// Job index of each active buyer.
+    pub job_of: Vec<usize>,
+    /// Normalised budget of each active buyer (`w_i / W`).
+    pub w: Vec<f64>,
+    /// Utility scale `s_i` of each active buyer.
+    pub scale: Vec<f64>,
+    /// Scaled offset `c_i / s_i`.
+    pub c: Vec<f64>,
+    /// Scaled ceiling: `1.0` when it can bind, `+inf` otherwise.
+    pub ceil: Vec<f64>,
+    /// Gang size of each active buyer, in GPUs.
+    pub n: Vec<f64>,
+    /// Compressed rows: entries of buyer `b` are `start[b]..start[b + 1]`.
+    pub start: Vec<usize>,
+    /// Round of each entry (increasing within a row).
+    pub col: Vec<usize>,
+    /// Scaled valuation of each entry (> 0).
+    pub a: Vec<f64>,
+    /// Supply per round, in GPUs.
+    pub supply: Vec<f64>,
+    /// Whether any entry lies in each round.
+    pub round_used: Vec<bool>,
+    /// `W`: sum of the budgets of the jobs whose utility is positive (original units).
+    pub budget_total: f64,
+    /// Budget-weighted constant of the objective not represented by the active buyers, in
+    /// normalised units: `sum_active w_i log s_i + sum_{inactive, c_i > 0} w_i log c_i`.
+    pub objective_offset: f64,
+}
+
+impl Instance {
+    pub fn buyers(&self) -> usize {
+        self.job_of.len()
+    }
+
+    pub fn entries(&self) -> usize {
+        self.a.len()
+    }
+
+    /// Validate `problem` and build its normalised form.
+    pub fn new(problem: &MarketProblem<'_>) -> Result<Self, MarketError> {
+        validate(problem)?;
+        let (jobs, rounds) = (problem.jobs, problem.rounds);
+        let supply = problem.supply.to_vec();
+        let mut in_objective = vec![false; jobs];
+        let mut active_job = vec![false; jobs];
+        let mut budget_total = 0.0;
+        let mut raw_start = Vec::with_capacity(jobs + 1);
+        let mut job_of = Vec::new();
+        let mut start = vec![0];
+        let mut col = Vec::new();
+        let mut a = Vec::new();
+        raw_start.push(0);
+        for i in 0..jobs {
+            let n_i = f64::from(problem.gang_sizes[i]);
+            let row = &problem.valuations[i * rounds..(i + 1) * rounds];
+            let before = col.len();
+            if problem.budgets[i] > 0.0 {
+                for (t, &a_it) in row.iter().enumerate() {
+                    if a_it > 0.0 && n_i <= supply[t] {
+                        col.push(t);
+                        a.push(a_it);
+                    }
+                }
+            }
+            let active = col.len() > before;
+            if active {
+                active_job[i] = true;
+                job_of.push(i);
+                start.push(col.len());
+            }
+            in_objective[i] = problem.budgets[i] > 0.0 && (active || problem.progress[i] > 0.0);
+            if in_objective[i] {
+                budget_total += problem.budgets[i];
+            }
+        }
+        let mut round_used = vec![false; rounds];
+        for &t in &col {
+            round_used[t] = true;
+        }
+        let buyers = job_of.len();
+        let mut w = Vec::with_capacity(buyers);
+        let mut scale = Vec::with_capacity(buyers);
+        let mut c = Vec::with_capacity(buyers);
+        let mut ceil = Vec::with_capacity(buyers);
+        let mut n = Vec::with_capacity(buyers);
+        let mut objective_offset = 0.0;
+        for (b, &i) in job_of.iter().enumerate() {
+            let reach: f64 = problem.progress[i] + a[start[b]..start[b + 1]].iter().sum::<f64>();
+            let ceiling = problem.ceilings[i];
+            let s = reach.min(ceiling);
+            let w_b = problem.budgets[i] / budget_total;
+            w.push(w_b);
+            scale.push(s);
+            c.push(problem.progress[i] / s);
+            ceil.push(if ceiling < reach { 1.0 } else { f64::INFINITY });
+            n.push(f64::from(problem.gang_sizes[i]));
+            for a_e in &mut a[start[b]..start[b + 1]] {
+                *a_e /= s;
+            }
+            objective_offset += w_b * s.ln();
+        }
+        for i in 0..jobs {
+            if in_objective[i] && !active_job[i] {
+                objective_offset += problem.budgets[i] / budget_total * problem.progress[i].ln();
+            }
+        }
+        Ok(Self {
+            jobs,
+            rounds,
+            job_of,
+            w,
+            scale,
+            c,
+            ceil,
+            n,
+            start,
+            col,
+            a,
+            supply,
+            round_used,
+            budget_total,
+            objective_offset,
+        })
+    }
+}
+
+fn check_len(argument: &'static str, got: usize, expected: usize) -> Result<(), MarketError> {
+    if got == expected {
+        Ok(())
+    } else {
+        Err(MarketError::new(
+            argument,
+            format!("expected {expected} values, got {got}"),
+        ))
+    }
+}
+
+fn check_finite_nonnegative(argument: &'static str, values: &[f64]) -> Result<(), MarketError> {
+    for (k, &v) in values.iter().enumerate() {
+        if !v.is_finite() {
+            return Err(MarketError::new(
+                argument,
+                format!("entry {k} is not finite ({v})"),
+            ));
+        }
+        if v < 0.0 {
+            return Err(MarketError::new(
+                argument,
+                format!("entry {k} is negative ({v})"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Check every rule on the inputs; the error names the offending argument.
+pub fn validate(problem: &MarketProblem<'_>) -> Result<(), MarketError> {
+    let (jobs, rounds) = (problem.jobs, problem.rounds);
+    let cells = jobs
+        .checked_mul(rounds)
+        .ok_or_else(|| MarketError::new("valuations", "jobs x rounds overflows".to_string()))?;
+    check_len("valuations", problem.valuations.len(), cells)?;
+    check_len("gang_sizes", problem.gang_sizes.len(), jobs)?;
+    check_len("supply", problem.supply.len(), rounds)?;
+    check_len("budgets", problem.budgets.len(), jobs)?;
+    check_len("progress", problem.progress.len(), jobs)?;
+    check_len("ceilings", problem.ceilings.len(), jobs)?;
+    check_finite_nonnegative("valuations", problem.valuations)?;
+    check_finite_nonnegative("supply", problem.supply)?;
+    check_finite_nonnegative("budgets", problem.budgets)?;
+    if jobs > 0 && rounds == 0 {
+        return Err(MarketError::new(
+            "valuations",
+            "a market with jobs needs at least one round".to_string(),
+        ));
+    }
+    let max_supply = problem.supply.iter().copied().fold(0.0, f64::max);
+    for (i, &g) in problem.gang_sizes.iter().enumerate() {
+        if g == 0 {
+            return Err(MarketError::new(
+                "gang_sizes",
+                format!("job {i} has gang size 0 (it must need at least one GPU)"),
+            ));
+        }
+        if f64::from(g) > max_supply {
+            return Err(MarketError::new(
+                "gang_sizes",
+                format!(
+                    "job {i} needs {g} GPUs, more than any round supplies (at most {max_supply})"
+                ),
+            ));
+        }
+    }
+    for (i, &c) in problem.progress.iter().enumerate() {
+        if !(0.0..1.0).contains(&c) {
+            return Err(MarketError::new(
+                "progress",
+                format!("job {i} has progress {c}, outside [0, 1)"),
+            ));
+        }
+    }
+    for (i, &ceiling) in problem.ceilings.iter().enumerate() {
+        if ceiling.is_nan() || ceiling <= problem.progress[i] {
+            return Err(MarketError::new(
+                "ceilings",
+                format!(
+                    "job {i} has ceiling {ceiling}, which must exceed its progress {}",
+                    problem.progress[i]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,427 @@
+//! Unit tests of the market solver and the rounding (panics are how tests fail).
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+
+/// SplitMix64: a tiny deterministic generator for test instances.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+struct Market {
+    jobs: usize,
+    rounds: usize,
+    valuations: Vec<f64>,
+    gang_sizes: Vec<u32>,
+    supply: Vec<f64>,
+    budgets: Vec<f64>,
+    progress: Vec<f64>,
+    ceilings: Vec<f64>,
+}
+
+impl Market {
+    /// Jobs whose rounds are nearly interchangeable (the hard case for proportional response),
+    /// progress in [0, 0.9), budgets 3^k, about a third of the gangs fit at once.
+    fn random(jobs: usize, rounds: usize, seed: u64) -> Self {
+        let mut rng = Rng(seed);
+        let mut m = Self {
+            jobs,
+            rounds,
+            valuations: Vec::new(),
+            gang_sizes: Vec::new(),
+            supply: Vec::new(),
+            budgets: Vec::new(),
+            progress: Vec::new(),
+            ceilings: vec![1.0; jobs],
+        };
+        for _ in 0..jobs {
+            let gang = [1, 1, 1, 2, 2, 4, 8][(rng.uniform() * 7.0) as usize];
+            let progress = 0.9 * rng.uniform();
+            let remaining_rounds = 3.0 + 40.0 * rng.uniform();
+            let growth = 0.5 * rng.uniform();
+            for t in 0..rounds {
+                let base = (1.0 - progress) / remaining_rounds;
+                let shape = 1.0 + growth * t as f64 / rounds as f64;
+                m.valuations
+                    .push(base * shape * (0.95 + 0.1 * rng.uniform()));
+            }
+            m.gang_sizes.push(gang);
+            m.progress.push(progress);
+            m.budgets.push(3f64.powi((rng.uniform() * 6.0) as i32));
+        }
+        let gpus: u32 = m.gang_sizes.iter().sum();
+        m.supply = vec![f64::from(gpus / 3).max(8.0); rounds];
+        m
+    }
+
+    fn problem(&self) -> MarketProblem<'_> {
+        MarketProblem {
+            jobs: self.jobs,
+            rounds: self.rounds,
+            valuations: &self.valuations,
+            gang_sizes: &self.gang_sizes,
+            supply: &self.supply,
+            budgets: &self.budgets,
+            progress: &self.progress,
+            ceilings: &self.ceilings,
+        }
+    }
+}
+
+fn solve_default(m: &Market) -> MarketSolution {
+    match solve(&m.problem(), &SolverSettings::default(), None) {
+        Ok(s) => s,
+        Err(e) => panic!("solve failed: {e}"),
+    }
+}
+
+/// Feasibility, budget identity and bang-per-buck optimality, within `slack`.
+fn assert_equilibrium(m: &Market, s: &MarketSolution, slack: f64) {
+    let (n, t) = (m.jobs, m.rounds);
+    for r in 0..t {
+        let used: f64 = (0..n)
+            .map(|i| f64::from(m.gang_sizes[i]) * s.shares[i * t + r])
+            .sum();
+        assert!(used <= m.supply[r] * (1.0 + 1e-12), "round {r} oversold");
+    }
+    for i in 0..n {
+        let row = &s.shares[i * t..(i + 1) * t];
+        assert!(row.iter().all(|x| (0.0..=1.0).contains(x)));
+        let u: f64 = m.progress[i]
+            + (0..t)
+                .map(|r| m.valuations[i * t + r] * row[r])
+                .sum::<f64>();
+        assert!((u - s.utilities[i]).abs() <= 1e-12);
+        assert!(u <= m.ceilings[i] * (1.0 + 1e-12));
+        let at_ceiling = u >= m.ceilings[i] * (1.0 - 1e-4);
+        if at_ceiling {
+            continue;
+        }
+        let gang = f64::from(m.gang_sizes[i]);
+        let spend: f64 = s.bids[i * t..(i + 1) * t].iter().sum();
+        let expected = m.budgets[i] * (u - m.progress[i]) / u;
+        assert!(
+            (spend - expected).abs() <= 1e-9 * m.budgets[i],
+            "job {i}: spends {spend}, expected {expected}"
+        );
+        for r in 0..t {
+            let cost = gang * s.prices[r] * row[r];
+            if row[r] > 1e-3 {
+                assert!(
+                    s.bids[i * t + r] >= cost * (1.0 - slack),
+                    "job {i} underpays round {r}"
+                );
+            }
+            if row[r] > 1e-3 && row[r] < 1.0 - 1e-3 {
+                let bid = s.bids[i * t + r];
+                assert!(
+                    (bid - cost).abs() <= slack * bid,
+                    "job {i}: bid {bid}, cost {cost}"
+                );
+            }
+            if s.prices[r] <= 0.0 {
+                continue;
+            }
+            let bang = m.budgets[i] * m.valuations[i * t + r] / (gang * u * s.prices[r]);
+            if row[r] > 1e-3 {
+                assert!(
+                    bang >= 1.0 - slack,
+                    "job {i} buys a dear round {r} ({bang})"
+                );
+            }
+            if row[r] < 1.0 - 1e-3 {
+                assert!(
+                    bang <= 1.0 + slack,
+                    "job {i} skips a cheap round {r} ({bang})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn two_equal_jobs_split_one_round() {
+    let m = Market {
+        jobs: 2,
+        rounds: 1,
+        valuations: vec![1.0, 1.0],
+        gang_sizes: vec![1, 1],
+        supply: vec![1.0],
+        budgets: vec![1.0, 1.0],
+        progress: vec![0.0, 0.0],
+        ceilings: vec![f64::INFINITY; 2],
+    };
+    let s = solve_default(&m);
+    assert!(s.converged);
+    for x in &s.shares {
+        assert!((x - 0.5).abs() < 1e-6, "share {x}");
+    }
+    // Each job spends its whole budget (no offset) on half a GPU: price 2.
+    assert!((s.prices[0] - 2.0).abs() < 1e-5, "price {}", s.prices[0]);
+}
+
+#[test]
+fn a_lone_job_takes_every_round_for_free() {
+    let m = Market {
+        jobs: 1,
+        rounds: 3,
+        valuations: vec![0.1, 0.2, 0.3],
+        gang_sizes: vec![2],
+        supply: vec![4.0; 3],
+        budgets: vec![1.0],
+        progress: vec![0.2],
+        ceilings: vec![1.0],
+    };
+    let s = solve_default(&m);
+    assert!(s.converged);
+    assert!(s.shares.iter().all(|&x| x == 1.0));
+    assert!(s.prices.iter().all(|&p| p == 0.0));
+    assert!((s.utilities[0] - 0.8).abs() < 1e-12);
+}
+
+#[test]
+fn interior_point_reaches_equilibrium_and_agrees_with_proportional_response() {
+    let m = Market::random(40, 8, 7);
+    let ip = solve_default(&m);
+    assert!(ip.converged, "gap {}", ip.gap);
+    assert!(ip.objective <= ip.dual_bound);
+    assert_equilibrium(&m, &ip, 2e-2);
+    let settings = SolverSettings {
+        tol: 1e-7,
+        max_iter: 200_000,
+        method: Method::ProportionalResponse,
+        ..SolverSettings::default()
+    };
+    let pr = match solve(&m.problem(), &settings, None) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    assert!(pr.converged, "gap {}", pr.gap);
+    for i in 0..m.jobs {
+        let (a, b) = (ip.utilities[i], pr.utilities[i]);
+        assert!((a - b).abs() <= 1e-3 * a, "job {i}: {a} vs {b}");
+    }
+}
+
+#[test]
+fn results_are_bitwise_deterministic() {
+    let m = Market::random(60, 10, 3);
+    assert_eq!(solve_default(&m), solve_default(&m));
+}
+
+#[test]
+fn scaling_every_budget_scales_prices_only() {
+    let m = Market::random(50, 6, 11);
+    let base = solve_default(&m);
+    let mut scaled = Market::random(50, 6, 11);
+    for w in &mut scaled.budgets {
+        *w *= 3f64.powi(12);
+    }
+    let big = solve_default(&scaled);
+    assert!(big.converged);
+    for i in 0..m.jobs {
+        assert!((base.utilities[i] - big.utilities[i]).abs() <= 1e-5 * base.utilities[i]);
+    }
+    for t in 0..m.rounds {
+        let ratio = big.prices[t] / 3f64.powi(12);
+        assert!((ratio - base.prices[t]).abs() <= 1e-4 * base.prices[t].max(1e-12));
+    }
+}
+
+#[test]
+fn jobs_that_can_gain_nothing_get_nothing() {
+    let mut m = Market::random(10, 4, 5);
+    for t in 0..4 {
+        m.valuations[t] = 0.0; // job 0: nothing to gain
+        m.valuations[4 + t] = 0.0; // job 1: nothing to gain, and no progress
+    }
+    m.progress[1] = 0.0;
+    let s = solve_default(&m);
+    assert!(s.converged);
+    assert!(s.shares[..8].iter().all(|&x| x == 0.0));
+    assert_eq!(s.utilities[1], 0.0);
+    assert!(s.objective.is_finite());
+}
+
+#[test]
+fn a_gang_that_does_not_fit_a_round_gets_none_of_it() {
+    let mut m = Market::random(12, 3, 9);
+    m.gang_sizes[0] = 8;
+    m.supply = vec![8.0, 4.0, 8.0];
+    let s = solve_default(&m);
+    assert!(s.converged);
+    assert_eq!(s.shares[1], 0.0);
+}
+
+#[test]
+fn an_empty_market_has_an_empty_answer() {
+    let m = Market {
+        jobs: 0,
+        rounds: 5,
+        valuations: vec![],
+        gang_sizes: vec![],
+        supply: vec![3.0; 5],
+        budgets: vec![],
+        progress: vec![],
+        ceilings: vec![],
+    };
+    let s = solve_default(&m);
+    assert!(s.converged && s.shares.is_empty() && s.prices == vec![0.0; 5]);
+}
+
+#[test]
+fn warm_start_from_the_shifted_solution_converges() {
+    let m = Market::random(80, 12, 21);
+    let first = solve_default(&m);
+    let shifted = match shift_bids(&first.bids, m.jobs, m.rounds, 1) {
+        Ok(b) => b,
+        Err(e) => panic!("{e}"),
+    };
+    let mut next = Market::random(80, 12, 21);
+    for i in 0..m.jobs {
+        let row = &mut next.valuations[i * 12..(i + 1) * 12];
+        row.rotate_left(1);
+        row[11] = row[10];
+        next.progress[i] = (m.progress[i] + m.valuations[i * 12] * first.shares[i * 12]).min(0.95);
+    }
+    let warm = match solve(&next.problem(), &SolverSettings::default(), Some(&shifted)) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    assert!(warm.converged);
+    assert_equilibrium(&next, &warm, 2e-2);
+}
+
+#[test]
+fn bad_inputs_name_their_argument() {
+    let good = Market::random(3, 2, 1);
+    let check = |edit: &dyn Fn(&mut Market), argument: &str| {
+        let mut m = Market::random(3, 2, 1);
+        edit(&mut m);
+        match solve(&m.problem(), &SolverSettings::default(), None) {
+            Err(e) => assert_eq!(e.argument, argument, "{e}"),
+            Ok(_) => panic!("accepted bad {argument}"),
+        }
+    };
+    check(&|m| m.valuations[0] = f64::NAN, "valuations");
+    check(&|m| m.valuations[1] = -1.0, "valuations");
+    check(
+        &|m| m.valuations.pop().map(drop).unwrap_or(()),
+        "valuations",
+    );
+    check(&|m| m.gang_sizes[0] = 0, "gang_sizes");
+    check(&|m| m.gang_sizes[0] = 10_000, "gang_sizes");
+    check(&|m| m.supply[0] = f64::INFINITY, "supply");
+    check(&|m| m.budgets[2] = -0.5, "budgets");
+    check(&|m| m.progress[0] = 1.0, "progress");
+    check(&|m| m.progress[0] = -0.1, "progress");
+    check(&|m| m.ceilings[0] = m.progress[0], "ceilings");
+    check(&|m| m.ceilings[0] = f64::NAN, "ceilings");
+    let bad_tol = SolverSettings {
+        tol: 0.0,
+        ..SolverSettings::default()
+    };
+    assert!(solve(&good.problem(), &bad_tol, None).is_err());
+    let bad_warm = vec![-1.0; 6];
+    match solve(&good.problem(), &SolverSettings::default(), Some(&bad_warm)) {
+        Err(e) => assert_eq!(e.argument, "warm_start"),
+        Ok(_) => panic!("accepted negative bids"),
+    }
+}
+
+#[test]
+fn shift_bids_drops_the_past_and_repeats_the_last_round() {
+    let bids = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    assert_eq!(
+        shift_bids(&bids, 2, 3, 1),
+        Ok(vec![2.0, 3.0, 3.0, 5.0, 6.0, 6.0])
+    );
+    assert_eq!(shift_bids(&bids, 2, 3, 3), Ok(vec![0.0; 6]));
+    assert!(shift_bids(&bids, 2, 2, 1).is_err());
+}
+
+#[test]
+fn rounding_respects_capacity_and_tracks_plans() {
+    let mut rng = Rng(42);
+    let (jobs, rounds) = (30, 20);
+    let mut shares = vec![0.0; jobs * rounds];
+    // Unit gangs, 10 GPUs, shares summing to 10 per round: counts must track plans within one.
+    for t in 0..rounds {
+        let weights: Vec<f64> = (0..jobs).map(|_| rng.uniform()).collect();
+        let total: f64 = weights.iter().sum();
+        for i in 0..jobs {
+            shares[i * rounds + t] = (10.0 * weights[i] / total).min(1.0);
+        }
+    }
+    let gangs = vec![1; jobs];
+    let supply = vec![10.0; rounds];
+    let input = RoundingInput {
+        jobs,
+        rounds,
+        shares: &shares,
+        gang_sizes: &gangs,
+        supply: &supply,
+        backfill_order: None,
+        deficit: None,
+    };
+    let schedule = match round_schedule(&input) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    for t in 0..rounds {
+        let running = (0..jobs).filter(|&i| schedule[i * rounds + t]).count();
+        assert!(running <= 10);
+    }
+    for i in 0..jobs {
+        let planned: f64 = shares[i * rounds..(i + 1) * rounds].iter().sum();
+        let got = schedule[i * rounds..(i + 1) * rounds]
+            .iter()
+            .filter(|&&r| r)
+            .count() as f64;
+        assert!(
+            (got - planned).abs() < 1.0,
+            "job {i}: {got} rounds for {planned}"
+        );
+    }
+}
+
+#[test]
+fn backfill_fills_leftover_gpus_in_the_given_order() {
+    let shares = [0.0, 0.0, 0.0, 0.0, 1.0, 1.0];
+    let gangs = [2, 4, 2];
+    let supply = [8.0, 8.0];
+    let order = [1, 0];
+    let input = RoundingInput {
+        jobs: 3,
+        rounds: 2,
+        shares: &shares,
+        gang_sizes: &gangs,
+        supply: &supply,
+        backfill_order: Some(&order),
+        deficit: None,
+    };
+    let schedule = round_schedule(&input);
+    assert_eq!(schedule, Ok(vec![true, true, true, true, true, true]));
+    let tight = [6.0, 6.0];
+    let input = RoundingInput {
+        supply: &tight,
+        ..input
+    };
+    // Job 2 is planned (2 GPUs); job 1 (4 GPUs) fits next; job 0 finds no room.
+    assert_eq!(
+        round_schedule(&input),
+        Ok(vec![false, false, true, true, true, true])
+    );
+}

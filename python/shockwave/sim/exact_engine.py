@@ -153,8 +153,7 @@ class ExactEngine(Engine):
         self.epoch[jobs] = new_index
         sizes = p.batch_size[p.epoch_start[jobs] + index]
         rates = np.where(run > 0.0, gained / np.where(run > 0.0, run, 1.0), 0.0)
-        for job, rate, size in zip(jobs.tolist(), rates.tolist(), sizes.tolist(), strict=True):
-            self.samples.append(job, k, rate, size)
+        self.samples.record(jobs, k, rates, sizes)
         done = ~np.isnan(completion)
         if done.any():
             self.complete(jobs[done], completion[done], k)

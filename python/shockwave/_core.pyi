@@ -4,6 +4,7 @@ from typing import final
 
 import numpy as np
 import numpy.typing as npt
+from numpy.typing import NDArray
 
 def core_version() -> str:
     """Version of the Rust core compiled into this extension."""
@@ -87,9 +88,6 @@ def predict_remaining(
 
 # --- market (issue 3): called through shockwave.market, which prepares the arguments ---
 
-import numpy as np
-from numpy.typing import NDArray
-
 def solve_market(
     valuations: NDArray[np.float64],
     gang_sizes: NDArray[np.int64],
@@ -100,7 +98,7 @@ def solve_market(
     tol: float,
     max_iter: int,
     method: str,
-    warmup_iterations: int,
+    warmup_iterations: int | None,
     warm_start: NDArray[np.float64] | None = None,
 ) -> tuple[
     NDArray[np.float64],

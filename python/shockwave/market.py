@@ -78,7 +78,9 @@ class MarketSolution:
             ``b_it = w'_i a_it x_it / u_i`` where ``w'_i`` is the budget (less, for a job at its
             ceiling, the part it does not use). ``sum_t b_it = w'_i (u_i - c_i) / u_i`` and
             ``b_it >= n_i p_t x_it``, with equality where ``0 < x_it < 1`` (a job holding its
-            whole gang pays a rent for the cap). The warm start of the next solve.
+            whole gang pays a rent for the cap). The warm start of the next solve. With
+            ``method="proportional_response"``: the method's own last bids instead (close to
+            these once converged), so that a warm start resumes the iteration where it stopped.
         objective: ``sum_i w_i log u_i`` over the jobs in the objective.
         dual_bound: the dual bound at ``prices`` (``>= objective``).
         gap: ``(dual_bound - objective) / sum_i w_i`` (relative duality gap).
@@ -123,6 +125,12 @@ def _vector(value: ArrayLike, argument: str, length: int) -> NDArray[np.float64]
     return array
 
 
+def _per_job(value: ArrayLike, argument: str, jobs: int) -> NDArray[np.float64]:
+    if np.ndim(value) == 0:
+        return np.full(jobs, float(np.asarray(value, dtype=np.float64)))
+    return _vector(value, argument, jobs)
+
+
 def _matrix(value: ArrayLike, argument: str) -> NDArray[np.float64]:
     array = np.ascontiguousarray(value, dtype=np.float64)
     if array.ndim != 2:
@@ -164,7 +172,7 @@ def solve(
     max_iter: int = 20_000,
     warm_start: MarketSolution | ArrayLike | None = None,
     method: Method = "interior_point",
-    warmup_iterations: int = 10,
+    warmup_iterations: int | None = None,
 ) -> MarketSolution:
     """Compute the market equilibrium (the Eisenberg-Gale optimum) to a certified gap.
 
@@ -173,10 +181,12 @@ def solve(
             complete if it holds its gang through round ``t`` (per round, not cumulative).
         gang_sizes: ``(N,)`` GPUs each job needs to run (integers ``>= 1``).
         supply: GPUs available per round: a scalar, or ``(T,)`` when it varies by round.
-        budgets: ``(N,)`` budgets ``w_i >= 0`` (default 1 each); only their ratios matter.
+        budgets: ``(N,)`` budgets ``w_i >= 0`` (default 1 each); only their ratios matter. A
+            job with budget 0 gets nothing.
         progress: ``(N,)`` utility already earned ``c_i`` in ``[0, 1)`` (default 0).
         ceilings: ``(N,)`` utility ceilings ``ubar_i > c_i`` (default 1: the job is finished);
-            ``inf`` disables a job's ceiling.
+            ``inf`` disables a job's ceiling. ``budgets``, ``progress`` and ``ceilings`` may
+            also be scalars, shared by every job.
         tol: target relative duality gap (see the module documentation), ``> 0``.
         max_iter: most iterations, both methods together (``>= 1``).
         warm_start: bids aligned with this market (``(N, T)``, budget units), or a
@@ -187,7 +197,7 @@ def solve(
         method: ``"interior_point"`` (default) or ``"proportional_response"`` (see
             :data:`Method`).
         warmup_iterations: proportional-response iterations that find the starting prices of the
-            interior-point method.
+            interior-point method (``None``: 5 from a cold start, 1 from a warm start).
 
     Returns:
         The :class:`MarketSolution`; ``converged`` says whether ``gap <= tol``.
@@ -204,9 +214,9 @@ def solve(
     jobs, rounds = a.shape
     gangs = _gang_sizes(gang_sizes, jobs)
     g = _supply(supply, rounds)
-    w = np.ones(jobs) if budgets is None else _vector(budgets, "budgets", jobs)
-    c = np.zeros(jobs) if progress is None else _vector(progress, "progress", jobs)
-    ubar = np.ones(jobs) if ceilings is None else _vector(ceilings, "ceilings", jobs)
+    w = np.ones(jobs) if budgets is None else _per_job(budgets, "budgets", jobs)
+    c = np.zeros(jobs) if progress is None else _per_job(progress, "progress", jobs)
+    ubar = np.ones(jobs) if ceilings is None else _per_job(ceilings, "ceilings", jobs)
     if isinstance(warm_start, MarketSolution):
         warm_start = warm_start.bids
     warm = None
@@ -216,9 +226,13 @@ def solve(
             raise ValueError(f"warm_start: expected shape {a.shape}, got {warm.shape}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
         raise ValueError(f"max_iter: expected a positive integer, got {max_iter!r}")
-    if not isinstance(warmup_iterations, int | np.integer) or warmup_iterations < 0:
+    if warmup_iterations is not None and (
+        isinstance(warmup_iterations, bool)
+        or not isinstance(warmup_iterations, int | np.integer)
+        or warmup_iterations < 1
+    ):
         raise ValueError(
-            f"warmup_iterations: expected a nonnegative integer, got {warmup_iterations!r}"
+            f"warmup_iterations: expected a positive integer or None, got {warmup_iterations!r}"
         )
     (
         shares,
@@ -242,7 +256,7 @@ def solve(
         float(tol),
         int(max_iter),
         str(method),
-        int(warmup_iterations),
+        None if warmup_iterations is None else int(warmup_iterations),
         warm,
     )
     return MarketSolution(

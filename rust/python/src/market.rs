@@ -95,7 +95,7 @@ fn solve_market<'py>(
     tol: f64,
     max_iter: usize,
     method: &str,
-    warmup_iterations: usize,
+    warmup_iterations: Option<usize>,
     warm_start: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<SolutionTuple<'py>> {
     let (jobs, rounds) = dims(&valuations, "valuations")?;

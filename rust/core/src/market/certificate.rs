@@ -176,30 +176,47 @@ impl Incumbent {
         (self.dual - self.primal).max(0.0)
     }
 
-    /// Set shares below `threshold` to exactly zero if the plan stays certified within `tol`.
+    /// Clean the incumbent plan of solver noise if it stays certified within `tol`: shares below
+    /// `threshold` become exactly 0, then shares above `1 - threshold` become exactly 1 where the
+    /// round's supply and the job's ceiling allow (jobs in index order).
     pub fn purify(&mut self, inst: &Instance, threshold: f64, tol: f64) {
         let mut touched = false;
-        for (e, &share) in self.shares.iter().enumerate() {
-            self.candidate[e] = if share < threshold {
-                touched |= share > 0.0;
-                0.0
-            } else {
-                share
-            };
-        }
-        if !touched {
-            return;
+        self.demand.fill(0.0);
+        for b in 0..inst.buyers() {
+            for e in inst.start[b]..inst.start[b + 1] {
+                let share = self.shares[e];
+                let clean = if share < threshold { 0.0 } else { share };
+                touched |= clean != share;
+                self.candidate[e] = clean;
+                self.demand[inst.col[e]] += inst.n[b] * clean;
+            }
         }
         let mut primal = 0.0;
         for b in 0..inst.buyers() {
+            let range = inst.start[b]..inst.start[b + 1];
             let mut u = inst.c[b];
-            for e in inst.start[b]..inst.start[b + 1] {
+            for e in range.clone() {
                 u += inst.a[e] * self.candidate[e];
+            }
+            for e in range {
+                let share = self.candidate[e];
+                let t = inst.col[e];
+                let extra = 1.0 - share;
+                if share > 1.0 - threshold
+                    && extra > 0.0
+                    && self.demand[t] + inst.n[b] * extra <= inst.supply[t]
+                    && u + inst.a[e] * extra <= inst.ceil[b]
+                {
+                    self.candidate[e] = 1.0;
+                    self.demand[t] += inst.n[b] * extra;
+                    u += inst.a[e] * extra;
+                    touched = true;
+                }
             }
             self.candidate_u[b] = u;
             primal += inst.w[b] * u.ln();
         }
-        if self.dual - primal <= tol {
+        if touched && self.dual - primal <= tol {
             self.primal = primal;
             std::mem::swap(&mut self.shares, &mut self.candidate);
             std::mem::swap(&mut self.utilities, &mut self.candidate_u);

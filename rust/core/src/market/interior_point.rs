@@ -18,16 +18,24 @@
 //! `(sum_i n_i^2 M_i^{-1} + diag(s/p)) dp = rhs`, solved by Cholesky. An iteration therefore costs
 //! `O(N T^2)` arithmetic and `O(N T)` memory, independent of how many shares are fractional.
 //!
-//! Near the optimum `sigma` tends to 0 on fractional entries and to infinity on entries at a bound,
-//! so the textbook Sherman-Morrison formula cancels catastrophically. Every entry of `M_i^{-1}` is
-//! instead evaluated with leave-one-out sums:
-//! `(M^{-1} g)_e = (g_e L_e - a_e R_e) / (sigma_e kappa)`, with
-//! `kappa = 1/gamma + sum_f a_f^2/sigma_f`, `L_e = 1/gamma + sum_{f != e} a_f^2/sigma_f` and
-//! `R_e = sum_{f != e} a_f g_f / sigma_f`, where the `e`-terms cancel exactly on paper.
+//! Numerics near the optimum, where `sigma` tends to 0 on fractional entries and to infinity on
+//! entries at a bound:
+//! * the textbook Sherman-Morrison formula cancels catastrophically; `M_i^{-1}` is evaluated as
+//!   `(M^{-1} g)_e = (g_e L_e - a_e R_e) / (sigma_e kappa)` with
+//!   `kappa = 1/gamma + sum_f a_f^2/sigma_f`, `L_e = 1/gamma + sum_{f != e} a_f^2/sigma_f` and
+//!   `R_e = sum_{f != e} a_f g_f / sigma_f` (the `e`-terms cancel exactly on paper). Only an
+//!   entry holding more than half of `kappa` (at most one per job) would lose digits computing
+//!   `L_e, R_e` as total minus own term; its sums are taken directly;
+//! * `a_i . dx_i` is taken in closed form, `R / (gamma kappa)`: summing would cancel the large
+//!   components of a job indifferent between rounds, which are orthogonal to `a_i`;
+//! * the price system gets ill-conditioned (such indifferent jobs); each price step is corrected
+//!   by iterative refinement against the supply residual of `(dx, dp)`, computed exactly, and a
+//!   step that cannot be made accurate stops the method (keeping its best certificate).
 //!
 //! The method starts from the central point of given prices (each job's barrier best response),
-//! so a good price guess (from proportional response, or the previous round's solve) saves most
-//! of the early iterations. It stops on the duality-gap certificate, never on its own measures.
+//! so a good price guess saves most of the early iterations; it restarts with a larger barrier
+//! when those prices make the best responses overshoot the supply. It stops on the duality-gap
+//! certificate, never on its own measures, or when it stalls.
 
 use super::certificate::Incumbent;
 use super::instance::Instance;
@@ -37,13 +45,29 @@ const STEP_TO_BOUNDARY: f64 = 0.995;
 /// The certificate is evaluated once the barrier's own gap estimate `m mu` falls below this
 /// multiple of the tolerance (it costs about as much as one iteration).
 const CERTIFY_BELOW: f64 = 10.0;
-/// Iterations in a row whose `mu` fell by less than 2% before the method gives up (stalled).
-const STALL_LIMIT: usize = 6;
+/// Iterations in a row in which neither `mu` nor the supply residual fell by 2% before the
+/// method gives up (stalled).
+const STALL_LIMIT: usize = 8;
+/// Certified iterations in a row that improved the gap by less than 1% before it gives up.
+const IDLE_LIMIT: usize = 8;
+/// Whatever the barrier says, the certificate is evaluated every this many iterations.
+const CERTIFY_EVERY: usize = 10;
+/// A well-behaved run needs a few tens of iterations; this many means it is going in circles.
+const MAX_ITERATIONS: usize = 300;
 /// `RESTART_AFTER` primal steps in a row shorter than `RESTART_BELOW` right after a start restart
 /// the method from a central point with a 10x larger barrier (at most `MAX_RESTARTS` times).
 const RESTART_BELOW: f64 = 0.1;
 const RESTART_AFTER: usize = 2;
 const MAX_RESTARTS: usize = 2;
+/// Iterative refinement of the price step stops once every round's supply residual is below
+/// this fraction of its supply, or after `MAX_REFINEMENTS` corrections.
+const REFINE_ABOVE: f64 = 1e-10;
+const MAX_REFINEMENTS: usize = 3;
+/// A direction whose relative supply residual is still above this (and above a tenth of the
+/// iterate's own) after refinement is rejected.
+const REFINE_GIVE_UP: f64 = 1e-5;
+/// The barrier target never falls below this fraction of `tol / m`.
+const MU_FLOOR: f64 = 0.05;
 
 /// Per-entry state (one entry per purchasable job-round pair).
 #[derive(Default)]
@@ -81,6 +105,12 @@ struct Buyers {
     r: Vec<f64>,
     beta: Vec<f64>,
     kappa: Vec<f64>,
+    /// The buyer's dominant entry (see [`dominant_entry`]), as an offset in its row.
+    dominant: Vec<Option<usize>>,
+    /// `gamma = w / u^2 + beta / r`.
+    gamma: Vec<f64>,
+    /// `a . dx` of the current direction.
+    du: Vec<f64>,
     /// `beta / r`.
     br: Vec<f64>,
     rc: Vec<f64>,
@@ -99,6 +129,8 @@ struct Rounds {
     ds: Vec<f64>,
     cs: Vec<f64>,
     rp: Vec<f64>,
+    /// Round part of the right-hand side of the current solve.
+    base: Vec<f64>,
     rhs: Vec<f64>,
 }
 
@@ -116,6 +148,8 @@ pub(crate) struct InteriorPoint {
     /// Scratch of the longest row's length + 1 (prefix sums).
     prefix: Vec<f64>,
     complementarity_pairs: f64,
+    /// Largest relative supply residual of the current iterate.
+    infeasibility: f64,
 }
 
 /// Where the method starts: prices, a guess of each buyer's utility, and the duality gap of that
@@ -190,6 +224,9 @@ impl InteriorPoint {
                 r: b(),
                 beta: b(),
                 kappa: b(),
+                dominant: vec![None; buyers],
+                gamma: b(),
+                du: b(),
                 br: b(),
                 rc: b(),
                 qc: b(),
@@ -204,6 +241,7 @@ impl InteriorPoint {
                 ds: t(),
                 cs: t(),
                 rp: t(),
+                base: t(),
                 rhs: t(),
             },
             start_prices: t(),
@@ -212,6 +250,7 @@ impl InteriorPoint {
             dense_row: t(),
             prefix: vec![0.0; longest_row + 1],
             complementarity_pairs: (2 * entries + used_rounds + ceilings) as f64,
+            infeasibility: f64::INFINITY,
         }
     }
 
@@ -247,30 +286,47 @@ impl InteriorPoint {
         let mut short_steps = 0;
         let mut mu = f64::INFINITY;
         let mut stalled = 0;
+        let mut worst_residual = f64::INFINITY;
+        let mut idle = 0;
+        let mut best_gap = f64::INFINITY;
         let mut iterations = 0;
-        while iterations < max_iter {
+        while iterations < max_iter.min(MAX_ITERATIONS) {
             if fresh {
                 self.t.p.copy_from_slice(&self.start_prices);
                 self.central_point(inst, mu_start, utilities);
                 mu = mu_start;
+                worst_residual = f64::INFINITY;
                 stalled = 0;
                 short_steps = 0;
             }
             let mu_now = self.prepare(inst) / self.complementarity_pairs;
-            if mu_now * self.complementarity_pairs <= CERTIFY_BELOW * tol
-                && best.offer(inst, &self.e.x, &self.t.p) <= tol
-            {
-                return Run { iterations };
+            let due = mu_now * self.complementarity_pairs <= CERTIFY_BELOW * tol
+                || iterations % CERTIFY_EVERY == CERTIFY_EVERY - 1;
+            if due {
+                let gap = best.offer(inst, &self.e.x, &self.t.p);
+                if gap <= tol {
+                    return Run { iterations };
+                }
+                // Near the end only the certificate counts: stop when it no longer improves.
+                idle = if gap < 0.99 * best_gap { 0 } else { idle + 1 };
+                best_gap = best_gap.min(gap);
+                if idle >= IDLE_LIMIT {
+                    break;
+                }
             }
             iterations += 1;
-            stalled = if mu_now > 0.98 * mu { stalled + 1 } else { 0 };
+            let infeasibility = self.primal_infeasibility(inst);
+            self.infeasibility = infeasibility;
+            let progress = mu_now <= 0.98 * mu || infeasibility <= 0.98 * worst_residual;
+            stalled = if progress { 0 } else { stalled + 1 };
             mu = mu_now;
+            worst_residual = infeasibility;
             if stalled >= STALL_LIMIT
                 || !cholesky(&mut self.schur, &mut self.schur_copy, inst.rounds)
             {
                 break;
             }
-            let Some(primal_step) = self.step(inst, mu) else {
+            let Some(primal_step) = self.step(inst, mu, tol) else {
                 break;
             };
             // Prices whose best responses overshoot the supply badly pin the first steps to the
@@ -319,6 +375,14 @@ impl InteriorPoint {
         }
     }
 
+    /// Largest supply residual relative to the round's supply (after [`Self::prepare`]).
+    fn primal_infeasibility(&self, inst: &Instance) -> f64 {
+        (0..inst.rounds)
+            .filter(|&t| inst.round_used[t])
+            .map(|t| self.t.rp[t].abs() / inst.supply[t])
+            .fold(0.0, f64::max)
+    }
+
     /// Residuals, reciprocals and the assembled (unfactored) price system of the current
     /// point; returns the total complementarity `sum x z + y v + s p + r beta`.
     fn prepare(&mut self, inst: &Instance) -> f64 {
@@ -355,7 +419,8 @@ impl InteriorPoint {
                 b.rc[k] = 0.0;
             }
             let marginal = inst.w[k] / u - b.beta[k];
-            let inv_gamma = 1.0 / (inst.w[k] / (u * u) + b.br[k]);
+            b.gamma[k] = inst.w[k] / (u * u) + b.br[k];
+            let inv_gamma = 1.0 / b.gamma[k];
             let (ix, iy) = (&mut e.ix[range.clone()], &mut e.iy[range.clone()]);
             let (iz, iv) = (&mut e.iz[range.clone()], &mut e.iv[range.clone()]);
             let (rd, isig) = (&mut e.rd[range.clone()], &mut e.isig[range.clone()]);
@@ -379,6 +444,7 @@ impl InteriorPoint {
             let kappa = inv_gamma + q_total;
             b.kappa[k] = kappa;
             let dominant = dominant_entry(loo, kappa);
+            b.dominant[k] = dominant;
             // loo holds q = a^2 / sigma; turn it into L = kappa - q (exact for all but a
             // dominant entry, whose L is summed directly).
             let mut others = inv_gamma;
@@ -449,13 +515,14 @@ impl InteriorPoint {
         let k_corr = if corrected { 1.0 } else { 0.0 };
         let (e, b, t) = (&mut self.e, &mut self.b, &mut self.t);
         let row = &mut self.prefix;
-        for (tt, rhs) in t.rhs.iter_mut().enumerate() {
-            *rhs = if inst.round_used[tt] {
+        for tt in 0..inst.rounds {
+            t.base[tt] = if inst.round_used[tt] {
                 t.rp[tt] + (target - k_corr * t.cs[tt]) / t.p[tt] - t.s[tt]
             } else {
                 0.0
             };
         }
+        t.rhs.copy_from_slice(&t.base);
         // rhs += sum_b n_b M_b^{-1} h_b
         for k in 0..inst.buyers() {
             let range = inst.start[k]..inst.start[k + 1];
@@ -484,7 +551,14 @@ impl InteriorPoint {
                     + a[j] * lift;
             }
             let out = &mut row[..len];
-            apply_inverse(a, h, &e.isig[range.clone()], &e.loo[range], b.kappa[k], out);
+            apply_inverse(
+                a,
+                h,
+                &e.isig[range.clone()],
+                &e.loo[range],
+                (b.kappa[k], b.dominant[k]),
+                out,
+            );
             let n = inst.n[k];
             for (&value, &tt) in out.iter().zip(col) {
                 t.rhs[tt] += n * value;
@@ -492,36 +566,80 @@ impl InteriorPoint {
         }
         t.dp.copy_from_slice(&t.rhs);
         cholesky_solve(&self.schur, inst.rounds, &mut t.dp);
-        if !t.dp.iter().all(|d| d.is_finite()) {
-            return None;
+        // dx = M^{-1} (h - n dp) per buyer, then iterative refinement of dp: the price system is
+        // ill-conditioned near the optimum, but the supply residual of (dx, dp) can be computed
+        // accurately and corrected with the same factor.
+        for refinement in 0..=MAX_REFINEMENTS {
+            if !t.dp.iter().all(|d| d.is_finite()) {
+                return None;
+            }
+            t.rhs.copy_from_slice(&t.base);
+            for k in 0..inst.buyers() {
+                let range = inst.start[k]..inst.start[k + 1];
+                let len = range.len();
+                let (a, col) = (&inst.a[range.clone()], &inst.col[range.clone()]);
+                let n = inst.n[k];
+                let g = &mut row[..len];
+                for ((g, &h), &tt) in g.iter_mut().zip(&e.h[range.clone()]).zip(col) {
+                    *g = h - n * t.dp[tt];
+                }
+                let dx = &mut e.dx[range.clone()];
+                let total = apply_inverse(
+                    a,
+                    g,
+                    &e.isig[range.clone()],
+                    &e.loo[range],
+                    (b.kappa[k], b.dominant[k]),
+                    dx,
+                );
+                // a.dx in closed form: summing a_e dx_e would cancel the large components of a
+                // tie (equal bang per buck in two rounds), which are orthogonal to a.
+                b.du[k] = total / (b.gamma[k] * b.kappa[k]);
+                for (&d, &tt) in dx.iter().zip(col) {
+                    t.rhs[tt] += n * d;
+                }
+            }
+            // rhs now holds the supply residual sum n dx - (s/p) dp - e (up to the dp term).
+            let mut worst: f64 = 0.0;
+            for tt in 0..inst.rounds {
+                if inst.round_used[tt] {
+                    t.rhs[tt] -= t.s[tt] / t.p[tt] * t.dp[tt];
+                    worst = worst.max(t.rhs[tt].abs() / inst.supply[tt]);
+                } else {
+                    t.rhs[tt] = 0.0;
+                }
+            }
+            if worst <= REFINE_ABOVE {
+                break;
+            }
+            if refinement == MAX_REFINEMENTS {
+                if worst > REFINE_GIVE_UP.max(0.1 * self.infeasibility) {
+                    // The price system is too ill-conditioned for this direction to be trusted
+                    // (seen with budgets spanning 1 to 3^12 and gaps near 1e-8): an inexact
+                    // step is fine while the iterate is far from feasible, not near the end.
+                    // Stop, keeping the best certified answer.
+                    return None;
+                }
+                break;
+            }
+            cholesky_solve(&self.schur, inst.rounds, &mut t.rhs);
+            for (dp, &delta) in t.dp.iter_mut().zip(&t.rhs) {
+                *dp += delta;
+            }
         }
         let mut limits = Limits::new();
         let mut check = 0.0;
         for k in 0..inst.buyers() {
             let range = inst.start[k]..inst.start[k + 1];
             let len = range.len();
-            let (a, col) = (&inst.a[range.clone()], &inst.col[range.clone()]);
-            let n = inst.n[k];
-            let h = &mut e.h[range.clone()];
-            for (h, &tt) in h.iter_mut().zip(col) {
-                *h -= n * t.dp[tt];
-            }
-            let dx = &mut e.dx[range.clone()];
-            apply_inverse(
-                a,
-                h,
-                &e.isig[range.clone()],
-                &e.loo[range.clone()],
-                b.kappa[k],
-                dx,
-            );
+            let dx = &e.dx[range.clone()];
             let (ix, iy) = (&e.ix[range.clone()], &e.iy[range.clone()]);
             let (iz, iv) = (&e.iz[range.clone()], &e.iv[range.clone()]);
             let (z, v) = (&e.z[range.clone()], &e.v[range.clone()]);
             let (cx, cv) = (&e.cx[range.clone()], &e.cv[range.clone()]);
             let dz = &mut e.dz[range.clone()];
             let dv = &mut e.dv[range];
-            let mut du = 0.0;
+            let du = b.du[k];
             let (mut lp, mut ld) = (0.0f64, 0.0f64);
             for j in 0..len {
                 let d = dx[j];
@@ -529,7 +647,6 @@ impl InteriorPoint {
                 let dvj = (target - k_corr * cv[j]) * iy[j] - v[j] + v[j] * iy[j] * d;
                 dz[j] = dzj;
                 dv[j] = dvj;
-                du += a[j] * d;
                 let (px, py) = (-d * ix[j], d * iy[j]);
                 let (qz, qv) = (-dzj * iz[j], -dvj * iv[j]);
                 lp = if px > lp { px } else { lp };
@@ -571,7 +688,7 @@ impl InteriorPoint {
 
     /// One predictor-corrector step; returns the primal step length, or `None` if a direction
     /// could not be computed.
-    fn step(&mut self, inst: &Instance, mu: f64) -> Option<f64> {
+    fn step(&mut self, inst: &Instance, mu: f64, tol: f64) -> Option<f64> {
         let (ap, ad) = self.direction(inst, 0.0, false)?;
         let mut total = 0.0;
         {
@@ -599,7 +716,11 @@ impl InteriorPoint {
         }
         let mu_affine = total / self.complementarity_pairs;
         let centering = (mu_affine / mu).clamp(0.0, 1.0).powi(3);
-        let (ap, ad) = self.direction(inst, centering * mu, true)?;
+        // Never aim the barrier below what the tolerance needs: past that point only the
+        // residuals stand between the iterate and the certificate, and a smaller barrier only
+        // worsens the conditioning.
+        let target = (centering * mu).max(MU_FLOOR * tol / self.complementarity_pairs);
+        let (ap, ad) = self.direction(inst, target, true)?;
         let (ap, ad) = (
             (STEP_TO_BOUNDARY * ap).min(1.0),
             (STEP_TO_BOUNDARY * ad).min(1.0),
@@ -645,8 +766,15 @@ fn dominant_entry(q: &[f64], kappa: f64) -> Option<usize> {
 /// `out = M^{-1} g` for one buyer, `M = diag(sigma) + gamma a a^T`:
 /// `out_e = (g_e L_e - a_e R_e) / (sigma_e kappa)` with `R_e = sum_{f != e} a_f g_f / sigma_f`.
 /// `R_e` is the total minus the own term, except for a dominant entry (see [`dominant_entry`]),
-/// whose `R` is summed directly.
-fn apply_inverse(a: &[f64], g: &[f64], isig: &[f64], loo: &[f64], kappa: f64, out: &mut [f64]) {
+/// whose `R` is summed directly. Returns `sum_e a_e g_e / sigma_e`.
+fn apply_inverse(
+    a: &[f64],
+    g: &[f64],
+    isig: &[f64],
+    loo: &[f64],
+    (kappa, dominant): (f64, Option<usize>),
+    out: &mut [f64],
+) -> f64 {
     let len = out.len();
     let (a, g, isig, loo) = (&a[..len], &g[..len], &isig[..len], &loo[..len]);
     let mut total = 0.0;
@@ -655,7 +783,6 @@ fn apply_inverse(a: &[f64], g: &[f64], isig: &[f64], loo: &[f64], kappa: f64, ou
         out[j] = own;
         total += own;
     }
-    let dominant = dominant_entry_by_q(a, isig, kappa);
     let inv_kappa = 1.0 / kappa;
     let mut others_of_dominant = 0.0;
     if let Some(jd) = dominant {
@@ -672,19 +799,7 @@ fn apply_inverse(a: &[f64], g: &[f64], isig: &[f64], loo: &[f64], kappa: f64, ou
     if let Some(jd) = dominant {
         out[jd] = (g[jd] * loo[jd] - a[jd] * others_of_dominant) * isig[jd] * inv_kappa;
     }
-}
-
-fn dominant_entry_by_q(a: &[f64], isig: &[f64], kappa: f64) -> Option<usize> {
-    let mut best = None;
-    let mut largest = 0.5 * kappa;
-    for (j, (&a, &is)) in a.iter().zip(isig).enumerate() {
-        let q = a * a * is;
-        if q > largest {
-            largest = q;
-            best = Some(j);
-        }
-    }
-    best
+    total
 }
 
 /// Buyer `b`'s best response to prices `p` under the barrier `mu`:

@@ -30,7 +30,7 @@
 //!
 //! # Certificate
 //!
-//! Every answer carries a duality gap (see [`certificate`]): the dual bound `D(p)` at the
+//! Every answer carries a duality gap (see `certificate.rs`): the dual bound `D(p)` at the
 //! reported prices minus the objective of the reported (feasible) shares, divided by the total
 //! budget `W` of the jobs in the objective. It bounds the budget-weighted mean log-utility loss,
 //! `sum_i w_i log(u*_i / u_i) / W <= gap`, is invariant to scaling all budgets or any job's
@@ -40,9 +40,9 @@
 //!
 //! * [`Method::InteriorPoint`] (default): a few iterations of proportional response find prices
 //!   (from the warm-start bids when given); a primal-dual interior-point method reduced to the
-//!   `T` prices (see [`interior_point`]) finishes in a few tens of Newton steps.
+//!   `T` prices (see `interior_point.rs`) finishes in a few tens of Newton steps.
 //! * [`Method::ProportionalResponse`]: proportional response alone (see
-//!   [`proportional_response`]), certified every few iterations. Cheap iterations, fast to a few
+//!   `proportional_response.rs`), certified every few iterations. Cheap iterations, fast to a few
 //!   digits, slow to many.
 
 // The solvers index many parallel per-entry, per-buyer and per-round arrays with one index.
@@ -104,8 +104,11 @@ pub struct SolverSettings {
     pub max_iter: usize,
     /// The algorithm.
     pub method: Method,
-    /// Proportional-response iterations before the interior-point method starts.
-    pub warmup_iterations: usize,
+    /// Proportional-response iterations that find the interior-point method's starting prices;
+    /// `None`: 5 from a cold start, 1 from a warm start (whose bids already carry prices, which
+    /// further proportional-response iterations were measured to worsen for the interior-point
+    /// start).
+    pub warmup_iterations: Option<usize>,
 }
 
 impl Default for SolverSettings {
@@ -114,15 +117,20 @@ impl Default for SolverSettings {
             tol: 1e-6,
             max_iter: 20_000,
             method: Method::InteriorPoint,
-            warmup_iterations: 5,
+            warmup_iterations: None,
         }
     }
 }
 
+/// Default proportional-response iterations before the interior-point method, from a cold and
+/// from a warm start.
+const COLD_WARMUP: usize = 5;
+const WARM_WARMUP: usize = 1;
 /// How often proportional response alone evaluates its certificate (in iterations).
 const CERTIFY_EVERY: usize = 10;
-/// Shares below this are reported as exactly 0 when the plan stays certified without them.
-const SHARE_NOISE: f64 = 1e-9;
+/// Shares within this of 0 or 1 are reported as exactly 0 or 1 when the plan stays certified
+/// (and feasible) that way.
+const SHARE_NOISE: f64 = 1e-6;
 
 /// A solved market. Matrices are row-major `jobs x rounds`.
 #[derive(Clone, Debug, PartialEq)]
@@ -139,7 +147,9 @@ pub struct MarketSolution {
     /// units): `w'_i = w_i` unless job `i` sits at its ceiling, where it is the budget the job
     /// actually uses. So `sum_t b_it = w'_i (u_i - c_i) / u_i` (the budget identity), and
     /// `b_it >= n_i p_t x_it` with equality where `0 < x_it < 1` (a job holding a whole gang
-    /// pays a rent for the cap). The warm start of the next solve.
+    /// pays a rent for the cap). The warm start of the next solve. With
+    /// [`Method::ProportionalResponse`], the method's own last bids instead (close to these when
+    /// converged), so that a warm start resumes the iteration where it stopped.
     pub bids: Vec<f64>,
     /// `sum_i w_i log u_i` over the jobs in the objective.
     pub objective: f64,
@@ -224,6 +234,7 @@ impl PreparedMarket {
         };
         let mut best = Incumbent::new(inst);
         let (mut pr_iterations, mut ipm_iterations) = (0, 0);
+        let mut final_bids = None;
         if inst.buyers() == 0 {
             best.offer(inst, &[], &vec![0.0; inst.rounds]);
         } else {
@@ -243,9 +254,18 @@ impl PreparedMarket {
                             break;
                         }
                     }
+                    final_bids = Some(pr.bids);
                 }
                 Method::InteriorPoint => {
-                    let warmup = settings.warmup_iterations.clamp(1, settings.max_iter);
+                    let automatic = if warm.is_some() {
+                        WARM_WARMUP
+                    } else {
+                        COLD_WARMUP
+                    };
+                    let warmup = settings
+                        .warmup_iterations
+                        .unwrap_or(automatic)
+                        .clamp(1, settings.max_iter);
                     while pr_iterations < warmup {
                         if pr_iterations > 0 {
                             pr.rebid(inst);
@@ -280,8 +300,8 @@ impl PreparedMarket {
             inst,
             &self.progress,
             &best,
-            pr_iterations,
-            ipm_iterations,
+            final_bids.as_deref(),
+            (pr_iterations, ipm_iterations),
             settings.tol,
         ))
     }
@@ -315,12 +335,14 @@ fn normalised_bids(inst: &Instance, bids: &[f64]) -> Result<Vec<f64>, MarketErro
 }
 
 /// Scale the normalised incumbent back to the caller's units and dense layout.
+/// `method_bids`, when given, are proportional response's own last bids (per entry, normalised),
+/// reported instead of the equilibrium bids so that a warm start resumes that iteration.
 fn assemble(
     inst: &Instance,
     progress: &[f64],
     best: &Incumbent,
-    pr_iterations: usize,
-    ipm_iterations: usize,
+    method_bids: Option<&[f64]>,
+    (pr_iterations, ipm_iterations): (usize, usize),
     tol: f64,
 ) -> MarketSolution {
     let (jobs, rounds) = (inst.jobs, inst.rounds);
@@ -344,7 +366,10 @@ fn assemble(
         for e in range {
             let t = inst.col[e];
             shares[i * rounds + t] = best.shares[e];
-            bids[i * rounds + t] = spendable * inst.a[e] * best.shares[e] / u;
+            bids[i * rounds + t] = match method_bids {
+                Some(own) => own[e] * total,
+                None => spendable * inst.a[e] * best.shares[e] / u,
+            };
         }
         utilities[i] = inst.scale[b] * u;
     }
@@ -374,18 +399,31 @@ fn assemble(
 }
 
 /// The budget buyer `b` actually uses (normalised units): its budget, unless it sits at its
-/// ceiling, where it is `u_b` times its marginal value of utility. That value is the largest
-/// `n_b p_t / a_bt` over the rounds it buys (equal to it on fractional rounds, at least it on
-/// capped ones), and never more than `w_b / u_b`.
+/// ceiling, where it is `u_b` times its marginal value of utility. At the equilibrium that value
+/// is `n_b p_t / a_bt` on every round the buyer holds in part (and between the largest such ratio
+/// of the rounds it holds whole and the smallest of those it does not hold), so it is read on the
+/// most fractional round, else on the whole rounds; never more than `w_b / u_b`.
 fn effective_budget(inst: &Instance, best: &Incumbent, b: usize) -> f64 {
     let u = best.utilities[b];
     if !(inst.ceil[b].is_finite() && u >= inst.ceil[b] * (1.0 - 1e-7)) {
         return inst.w[b];
     }
-    let marginal = (inst.start[b]..inst.start[b + 1])
-        .filter(|&e| best.shares[e] > 0.0)
-        .map(|e| inst.n[b] * best.prices[inst.col[e]].max(0.0) / inst.a[e])
-        .fold(0.0, f64::max);
+    let ratio = |e: usize| inst.n[b] * best.prices[inst.col[e]].max(0.0) / inst.a[e];
+    let range = inst.start[b]..inst.start[b + 1];
+    let fractional = range
+        .clone()
+        .filter(|&e| best.shares[e] > SHARE_NOISE && best.shares[e] < 1.0 - SHARE_NOISE)
+        .max_by(|&e, &f| {
+            let spread = |k: usize| best.shares[k] * (1.0 - best.shares[k]);
+            spread(e).total_cmp(&spread(f)).then(f.cmp(&e))
+        });
+    let marginal = match fractional {
+        Some(e) => ratio(e),
+        None => range
+            .filter(|&e| best.shares[e] >= 1.0 - SHARE_NOISE)
+            .map(ratio)
+            .fold(0.0, f64::max),
+    };
     (marginal * u).min(inst.w[b])
 }
 

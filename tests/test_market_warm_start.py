@@ -1,0 +1,95 @@
+"""Warm starts and the bid helpers a receding-horizon scheduler uses every round."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from shockwave import market
+from tests.market_reference import next_round_market, random_market
+
+
+def test_shift_bids_drops_the_past_and_repeats_the_last_round() -> None:
+    bids = np.arange(1.0, 9.0).reshape(2, 4)
+    np.testing.assert_array_equal(
+        market.shift_bids(bids, 1), [[2.0, 3.0, 4.0, 4.0], [6.0, 7.0, 8.0, 8.0]]
+    )
+    np.testing.assert_array_equal(market.shift_bids(bids, 0), bids)
+    np.testing.assert_array_equal(market.shift_bids(bids, 4), np.zeros((2, 4)))
+
+
+def test_align_bids_follows_job_identifiers() -> None:
+    bids = np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+    aligned = market.align_bids(bids, ["a", "b", "c"], ["c", "new", "a"])
+    np.testing.assert_array_equal(aligned, [[3.0, 3.0], [0.0, 0.0], [1.0, 1.0]])
+
+
+def test_warm_start_bids_shift_then_align() -> None:
+    m = random_market(5, 4, 1)
+    plan = m.solve()
+    warm = market.warm_start_bids(plan, previous_jobs=[10, 11, 12, 13, 14], current_jobs=[12, 99])
+    np.testing.assert_array_equal(warm[0], market.shift_bids(plan.bids, 1)[2])
+    np.testing.assert_array_equal(warm[1], 0.0)
+    np.testing.assert_array_equal(plan.shifted_bids(2), market.shift_bids(plan.bids, 2))
+
+
+def test_proportional_response_resumes_from_its_own_bids() -> None:
+    m = random_market(80, 12, 2)
+    plan = m.solve(method="proportional_response", tol=1e-4)
+    again = m.solve(method="proportional_response", tol=1e-4, warm_start=plan)
+    assert again.converged
+    assert 2 * again.iterations <= plan.iterations
+
+
+def test_the_equilibrium_bids_reproduce_the_equilibrium() -> None:
+    """Water-filling the reported bids (one allocation of proportional response) gives back the
+    reported plan, so a warm start from the same market starts certified."""
+    m = random_market(80, 12, 2)
+    plan = m.solve(tol=1e-9)
+    again = m.solve(method="proportional_response", max_iter=1, tol=1e-9, warm_start=plan)
+    assert again.gap <= 1e-8
+
+
+def test_next_rounds_market_solves_from_the_shifted_plan() -> None:
+    m = random_market(150, 20, 3)
+    plan = m.solve()
+    following = next_round_market(m, plan.shares[:, 0])
+    warm = following.solve(warm_start=market.warm_start_bids(plan))
+    cold = following.solve()
+    assert warm.converged
+    total = following.budgets.sum()
+    assert abs(warm.objective - cold.objective) <= 2e-6 * total
+
+
+def test_all_zero_rows_start_cold_and_arrivals_are_served() -> None:
+    m = random_market(60, 10, 4)
+    plan = m.solve()
+    ids = list(range(m.jobs))
+    arrivals = random_market(5, 10, 5)
+    merged = replace(
+        m,
+        valuations=np.vstack([m.valuations, arrivals.valuations]),
+        gang_sizes=np.concatenate([m.gang_sizes, arrivals.gang_sizes]),
+        budgets=np.concatenate([m.budgets, arrivals.budgets]),
+        progress=np.concatenate([m.progress, np.zeros(5)]),
+        ceilings=np.concatenate([m.ceilings, arrivals.ceilings]),
+    )
+    warm = market.align_bids(plan.bids, ids, ids + ["new"] * 0 + list(range(100, 105)))
+    assert np.all(warm[-5:] == 0.0)
+    solution = merged.solve(warm_start=warm)
+    assert solution.converged
+    # A job with no progress must hold something (its log utility would be -inf otherwise).
+    assert np.all(solution.utilities[-5:] > 0.0)
+
+
+def test_warm_started_proportional_response_needs_no_more_iterations_to_a_coarse_gap() -> None:
+    m = random_market(300, 20, 6)
+    plan = m.solve(method="proportional_response", tol=1e-4)
+    following = next_round_market(m, plan.shares[:, 0])
+    cold = following.solve(method="proportional_response", tol=1e-4)
+    warm = following.solve(
+        method="proportional_response", tol=1e-4, warm_start=market.warm_start_bids(plan)
+    )
+    assert warm.converged
+    assert warm.iterations <= cold.iterations

@@ -430,26 +430,45 @@ class Shockwave(RoundPolicy):
 
     # ------------------------------------------------------------------------- dispatch
     def _dispatch(self, state: ClusterState, plan: Plan) -> IntArray:
-        """The plan's column for this round, restricted to active jobs, then backfilled."""
-        column = state.round_index - plan.round_index
-        active = np.isin(plan.job_ids, state.job_ids)
-        chosen = (
-            plan.job_ids[plan.schedule[:, column] & active] if plan.job_ids.size else plan.job_ids
-        )
-        used = int(state.gang_size[state.index_of(chosen)].sum()) if chosen.size else 0
-        free = state.gpus - used
+        """The plan's column for this round, restricted to active jobs, then backfilled.
+
+        Backfill takes the plan's order (longest expected remaining runtime first; jobs admitted
+        since the plan was made go last, in admission order) and adds every job whose gang fits
+        in the GPUs still free.
+        """
+        rows = _rows_in(state.job_ids, plan.job_ids)  # state index of each plan row, -1 if gone
+        column = plan.schedule[:, state.round_index - plan.round_index]
+        chosen = rows[column & (rows >= 0)]
+        free = state.gpus - int(state.gang_size[chosen].sum())
         if free <= 0:
-            return chosen
-        picked = set(chosen.tolist())
+            return state.job_ids[chosen]
+        backfill = _rows_in(state.job_ids, plan.backfill_order)
+        backfill = backfill[backfill >= 0]
+        unplanned = np.ones(state.num_active, dtype=bool)
+        unplanned[backfill] = False
+        candidates = np.concatenate([backfill, np.flatnonzero(unplanned)])
+        taken = np.zeros(state.num_active, dtype=bool)
+        taken[chosen] = True
+        candidates = candidates[~taken[candidates] & (state.gang_size[candidates] <= free)]
         extra: list[int] = []
-        gang = dict(zip(state.job_ids.tolist(), state.gang_size.tolist(), strict=True))
-        order = [j for j in plan.backfill_order.tolist() if j in gang]
-        order += [j for j in state.job_ids.tolist() if j not in set(order)]
-        for job_id in order:
-            if free <= 0:
-                break
-            if job_id in picked or gang[job_id] > free:
-                continue
-            extra.append(job_id)
-            free -= gang[job_id]
-        return np.concatenate([chosen, np.array(extra, dtype=np.int64)])
+        smallest = int(state.gang_size[candidates].min()) if candidates.size else free + 1
+        for index, gang in zip(
+            candidates.tolist(), state.gang_size[candidates].tolist(), strict=True
+        ):
+            if gang <= free:
+                extra.append(index)
+                free -= gang
+                if free < smallest:
+                    break
+        picked: IntArray = state.job_ids[np.concatenate([chosen, np.array(extra, dtype=np.int64)])]
+        return picked
+
+
+def _rows_in(ids: IntArray, wanted: IntArray) -> IntArray:
+    """Index of each of ``wanted`` in ``ids`` (unique), or -1 where it is not there."""
+    if ids.size == 0 or wanted.size == 0:
+        return np.full(wanted.shape, -1, dtype=np.int64)
+    order = np.argsort(ids, kind="stable")
+    where = np.minimum(np.searchsorted(ids[order], wanted), ids.size - 1)
+    found = ids[order][where] == wanted
+    return np.where(found, order[where], -1).astype(np.int64)

@@ -4,11 +4,10 @@ The defaults of :class:`~shockwave.policies.shockwave.Shockwave` must not be pic
 canonical trace's result table. This script tunes on traces drawn by the generator (the
 canonical trace is seed 25 of the first set and is never drawn), under the ``gavel`` mechanics:
 
-* stage 1: every configuration of :data:`GRID` on the set ``like-canonical`` (the canonical
-  trace's generator parameters: 120 jobs, 32 GPUs, TACC, seeds 1-4);
-* stage 2 (robustness): the best ``--finalists`` of stage 1 also on ``heavy`` (the same but
-  twice the arrival rate, seeds 1-4) and ``large`` (460 jobs on 128 GPUs with WISR throughputs,
-  the original's 128-GPU experiment's parameters, seeds 1-2).
+every configuration of :data:`GRID` runs on three sets of traces: ``like-canonical`` (the
+canonical trace's generator parameters: 120 jobs, 32 GPUs, TACC, seeds 1-4), ``heavy`` (the same
+at twice the arrival rate, seeds 1-4) and ``large`` (460 jobs on 128 GPUs with WISR
+throughputs, the original's 128-GPU experiment's parameters, seeds 1-2).
 
 A set's score for a configuration is
 
@@ -16,8 +15,8 @@ A set's score for a configuration is
         + (number of traces on which worst rho > 1.5 or the unfair fraction > 3 %),
 
 ``gavel`` being the max-min-fairness baseline on the same trace (lower is better; the fairness
-targets count as violations). The final ranking is by the mean of the three sets' scores; its
-first row is the default. The report goes to a Markdown file.
+targets count as violations). The ranking is by the mean of the three sets' scores; its first
+row is the default. The report goes to a Markdown file.
 
     python benches/shockwave_tuning.py --output docs/shockwave_tuning.md
 """
@@ -142,36 +141,29 @@ def evaluate(
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, default=Path("docs/shockwave_tuning.md"))
-    parser.add_argument("--finalists", type=int, default=20, help="configurations in stage 2")
+    parser.add_argument("--top", type=int, default=25, help="rows of the ranking to write")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     traces = {name: workloads(name) for name in WORKLOAD_SETS}
     references = {name: [run(t, "gavel", {}) for t in ts] for name, ts in traces.items()}
-    first = "like-canonical"
     candidates = [Candidate(p, {}, {}) for p in configurations()]
     for candidate in candidates:
-        evaluate(candidate, first, traces[first], references[first])
-        print(f"stage 1 {candidate.scores[first]:.4f} {candidate.parameters}", flush=True)
-    candidates.sort(key=lambda c: c.scores[first])
-    finalists = candidates[: args.finalists]
-    for candidate in finalists:
         for name in WORKLOAD_SETS:
-            if name != first:
-                evaluate(candidate, name, traces[name], references[name])
-        print(
-            f"stage 2 {candidate.total:.4f} {candidate.scores} {candidate.parameters}", flush=True
-        )
-    finalists.sort(key=lambda c: c.total)
-    args.output.write_text(report(finalists, candidates, references, time.perf_counter() - started))
+            evaluate(candidate, name, traces[name], references[name])
+        print(f"{candidate.total:.4f} {candidate.scores} {candidate.parameters}", flush=True)
+    candidates.sort(key=lambda c: c.total)
+    args.output.write_text(
+        report(candidates[: args.top], len(candidates), references, time.perf_counter() - started)
+    )
 
 
 def report(
-    finalists: Sequence[Candidate],
-    stage_one: Sequence[Candidate],
+    best: Sequence[Candidate],
+    configurations_tried: int,
     references: dict[str, list[Outcome]],
     seconds: float,
 ) -> str:
-    """Both stages' rankings as Markdown."""
+    """The ranking as Markdown."""
     keys = list(GRID)
     sets = ", ".join(
         f"`{name}` ({jobs} jobs, {gpus} GPUs, "
@@ -188,7 +180,7 @@ def report(
         "see the script's docstring (lower is better; relative to the `gavel` baseline on the "
         "same trace, plus 1 per trace missing worst rho <= 1.5 or unfair <= 3 %). Grid: "
         + "; ".join(f"`{k}` in {{{', '.join(map(str, v))}}}" for k, v in GRID.items())
-        + f" ({len(stage_one)} configurations).",
+        + f" ({configurations_tried} configurations).",
         "",
         "Baseline `gavel` (makespan s / avg JCT s / worst rho / unfair %): "
         + "; ".join(
@@ -199,13 +191,13 @@ def report(
             for name, refs in references.items()
         ),
         "",
-        "## Final ranking (stage 2: mean of the three sets' scores)",
+        f"## Ranking (mean of the three sets' scores), best {len(best)}",
         "",
         "| rank | score | " + " | ".join(f"`{k}`" for k in keys) + " | "
         + " | ".join(f"{n} score | {n} worst rho / unfair % (max)" for n in WORKLOAD_SETS) + " |",
         "|" + "---|" * (2 + len(keys) + 2 * len(WORKLOAD_SETS)),
     ]  # fmt: skip
-    for rank, c in enumerate(finalists, start=1):
+    for rank, c in enumerate(best, start=1):
         cells = []
         for name in WORKLOAD_SETS:
             outcomes = c.outcomes[name]
@@ -219,20 +211,7 @@ def report(
             + " | ".join(str(c.parameters[k]) for k in keys)
             + " | " + " | ".join(cells) + " |"
         )  # fmt: skip
-    lines += [
-        "",
-        "The first row is the policy's default configuration.",
-        "",
-        "## Stage 1 (like-canonical set), best 30",
-        "",
-        "| rank | score | " + " | ".join(f"`{k}`" for k in keys) + " |",
-        "|" + "---|" * (2 + len(keys)),
-    ]
-    for rank, c in enumerate(stage_one[:30], start=1):
-        lines.append(
-            f"| {rank} | {c.scores['like-canonical']:.4f} | "
-            + " | ".join(str(c.parameters[k]) for k in keys) + " |"
-        )  # fmt: skip
+    lines += ["", "The first row is the policy's default configuration.", ""]
     return "\n".join(lines) + "\n"
 
 

@@ -38,10 +38,11 @@ from shockwave.workload import Workload
 
 #: The grid searched (every combination).
 GRID: dict[str, list[Any]] = {
-    "makespan_weight": [0.0, 0.25, 0.5, 1.0],
-    "critical_window_rounds": [1.0, 3.0, 8.0],
-    "remaining_exponent": [0.0, 2.0, 3.0, 4.0, 6.0],
+    "makespan_weight": [0.5, 1.0, 2.0],
+    "critical_window_rounds": [1.0, 3.0],
+    "remaining_exponent": [2.0, 4.0, 6.0],
     "fairness_exponent": [0.0, 4.0, 12.0],
+    "max_owed_rounds": [0.0, 2.0, 20.0],
 }
 WORST_RHO_TARGET = 1.5
 UNFAIR_TARGET = 0.03

@@ -26,9 +26,9 @@ budgets:
   two marginal values, the regulariser is equivalent to raising the budget of a job at the maximum
   by ``k tau u_i / a_i``. Several jobs share the maximum once the plan levels their remaining
   runtimes, so we give the budget to the jobs on the *critical path*: those whose expected
-  remaining runtime is within one planning window (``T tau`` seconds) of the largest, in
-  proportion to how far they are above that threshold. Its size is a share ``makespan_weight`` of
-  the total fairness budget, so it does not depend on the scale of the budgets (the original's
+  remaining runtime is within ``critical_window_rounds`` rounds of the largest, in proportion to
+  how far they are above that threshold. Its size is a share ``makespan_weight`` of the total
+  budget of the other terms, so it does not depend on the scale of the budgets (the original's
   ``k`` is in units of its normalised objective, which has no meaning in a market whose budgets
   are only defined up to scale).
 """
@@ -82,10 +82,14 @@ def market_budgets(
         round_seconds: round length, seconds.
     """
     base = weight * (gang_size.astype(np.float64) if gang_budgets else 1.0) * boost
-    if remaining_exponent and base.shape[0]:
-        scale = float(np.median(remaining)) + round_seconds
-        base = base * (scale / (remaining + round_seconds)) ** remaining_exponent
-    if makespan_weight <= 0.0 or base.shape[0] == 0:
+    if base.shape[0] == 0:
         return base
-    share = critical_path_weights(remaining, window_seconds)
-    return base + makespan_weight * float(base.sum()) * share
+    if remaining_exponent:
+        scale = float(np.median(remaining)) + round_seconds
+        tilt = (scale / (remaining + round_seconds)) ** remaining_exponent
+        # a job behind its fair-share schedule (boosted) is no longer held back for its length
+        base = base * np.where(boost > 1.0, np.maximum(tilt, 1.0), tilt)
+    if makespan_weight > 0.0:
+        share = critical_path_weights(remaining, window_seconds)
+        base = base + makespan_weight * float(base.sum()) * share
+    return base

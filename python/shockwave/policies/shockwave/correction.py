@@ -15,8 +15,10 @@ target (``rho_max`` times its fair completion time), and ``s_i`` a slack that ke
 feasible when the floors cannot all be met. Its linear penalty (``penalty_i``, proportional to
 the job's urgency, the most urgent at 1,000 per round) makes a round of shortfall cost more than
 moving the plan, and lets the least urgent floors give way first. Solved with OSQP (an
-open-source ADMM QP solver); a solve that does not reach OSQP's "solved" status is reported and
-the market plan is kept.
+open-source ADMM QP solver); its point is clipped to the bounds and scaled into the supply, so the
+plan is feasible whatever OSQP's status; a status other than "solved" is reported
+(:attr:`Correction.status`), and a solve that ends without a point (e.g. infeasibility, which the
+slacks rule out) keeps the market plan.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ import scipy.sparse as sp
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
+#: OSQP statuses whose point is used: the point is made exactly feasible (clipped to its bounds,
+#: scaled into the supply), so only the floors can be missed a little when it is not "solved".
+ACCEPTED_STATUSES = ("solved", "solved inaccurate", "maximum iterations reached")
+
 #: Cost of one round of shortfall against a floor (larger than any change of the plan costs).
 SHORTFALL_PENALTY = 1e3
 
@@ -43,7 +49,8 @@ class Correction:
         shares: the corrected ``(N, T)`` shares (the market plan if the solve failed).
         shortfall: rounds each job's floor is missed by, ``(N,)`` (0 where met).
         status: OSQP's status text.
-        solved: whether OSQP solved the problem (otherwise ``shares`` is the market plan).
+        solved: whether OSQP returned a usable point (otherwise ``shares`` is the market plan);
+            with a status other than "solved" the floors may be met only approximately.
     """
 
     shares: FloatArray

@@ -56,8 +56,10 @@ class PlanningStats:
         solver_iterations: their iterations in total.
         worst_gap: largest relative duality gap of a solve.
         not_converged: solves that stopped above the tolerance (their certified plan was used).
+        cold_retries: warm-started solves that missed the tolerance and were solved again cold.
         corrections: plans changed by the finish-time correction.
-        correction_failures: corrections OSQP did not solve (the market plan was kept).
+        correction_failures: corrections without a usable point (the market plan was kept).
+        correction_inexact: corrections used with a status other than "solved".
         milp_paths: ``milp`` backend: how many steps took each path (constrained, relaxed, ...).
         planning_seconds: wall time of each planning step, seconds.
     """
@@ -66,8 +68,10 @@ class PlanningStats:
     solver_iterations: int = 0
     worst_gap: float = 0.0
     not_converged: int = 0
+    cold_retries: int = 0
     corrections: int = 0
     correction_failures: int = 0
+    correction_inexact: int = 0
     milp_paths: dict[str, int] = field(default_factory=dict)
     planning_seconds: list[float] = field(default_factory=list)
 
@@ -85,6 +89,8 @@ class Plan:
         rho_hat: each job's projected finish-time ratio.
         budgets: each job's market budget (``milp``: its objective weight ``p_i``).
         solution: the market solution (``None`` for the ``milp`` backend or no jobs).
+        paced: ``(N, T)`` the shares the schedule was rounded from (the market's shares paced
+            evenly over each job's rounds with work; ``None`` for the ``milp`` backend).
     """
 
     round_index: int
@@ -95,6 +101,7 @@ class Plan:
     rho_hat: FloatArray
     budgets: FloatArray
     solution: market.MarketSolution | None
+    paced: FloatArray | None = None
 
 
 @dataclass
@@ -126,6 +133,8 @@ class Shockwave(RoundPolicy):
             :mod:`~shockwave.policies.shockwave.fairness`.
         ftf_correction: correct the market plan onto hard finish-time floors with a QP (OSQP;
             :mod:`~shockwave.policies.shockwave.correction`).
+        max_owed_rounds: most rounds a job can be owed from earlier plans (planned but not run,
+            carried into the next plan's rounding); a job ahead of its plan owes at most one.
         solver_tolerance: relative duality gap at which the market solve stops.
         backend: ``"market"`` (the Fisher market, solved in Rust) or ``"milp"`` (the original's
             integer program, solved by HiGHS; :mod:`~shockwave.policies.shockwave.milp`). The
@@ -151,11 +160,13 @@ class Shockwave(RoundPolicy):
     backend: str = "market"
     milp_makespan_k: float = 1e-3
     milp_time_limit: float = 15.0
+    max_owed_rounds: float = 2.0
     name = "shockwave"
 
     _models: JobModels | None = field(default=None, init=False, repr=False)
     _targets: FinishTimeTargets | None = field(default=None, init=False, repr=False)
     _plan: Plan | None = field(default=None, init=False, repr=False)
+    _owed: FloatArray = field(default_factory=lambda: np.zeros(0), init=False, repr=False)
     _known: set[int] = field(default_factory=set, init=False, repr=False)
     _set_changed: bool = field(default=True, init=False, repr=False)
     stats: PlanningStats = field(default_factory=lambda: PlanningStats(), init=False, repr=False)
@@ -169,6 +180,7 @@ class Shockwave(RoundPolicy):
             ("fairness_exponent", self.fairness_exponent >= 0, ">= 0"),
             ("rho_max", self.rho_max > 0, "> 0"),
             ("replan_period", self.replan_period >= 1, ">= 1"),
+            ("max_owed_rounds", self.max_owed_rounds >= 0, ">= 0"),
             ("solver_tolerance", 0 < self.solver_tolerance < 1, "in (0, 1)"),
         ]
         for name, ok, rule in checks:
@@ -199,6 +211,7 @@ class Shockwave(RoundPolicy):
         self._models = None
         self._targets = None
         self._plan = None
+        self._owed = np.zeros(0)
         self._known = set()
         self._set_changed = True
         self.stats = PlanningStats()
@@ -226,6 +239,7 @@ class Shockwave(RoundPolicy):
         if self._models is None:
             self._models = JobModels(self.estimator)  # type: ignore[arg-type]
             self._targets = FinishTimeTargets(len(state.workload), self.fairness_clock)  # type: ignore[arg-type]
+            self._owed = np.zeros(len(state.workload))
         models = self._models
         for job_id in state.completed.tolist():
             if job_id in self._known:
@@ -260,8 +274,25 @@ class Shockwave(RoundPolicy):
             )
 
     # ------------------------------------------------------------------------- planning
+    def _settle_owed(self, state: ClusterState) -> None:
+        """Carry the rounds each job was owed by the previous plan (planned minus planned-run)."""
+        plan = self._plan
+        if plan is None or plan.paced is None or plan.job_ids.size == 0:
+            return
+        elapsed = min(state.round_index - plan.round_index, plan.schedule.shape[1])
+        if elapsed <= 0:
+            return
+        rows = _rows_in(state.job_ids, plan.job_ids)
+        alive = rows >= 0
+        balance = (plan.paced[:, :elapsed] - plan.schedule[:, :elapsed]).sum(axis=1)
+        positions = state.positions[rows[alive]]
+        self._owed[positions] = np.clip(
+            self._owed[positions] + balance[alive], -1.0, self.max_owed_rounds
+        )
+
     def _replan(self, state: ClusterState, models: JobModels) -> Plan:
         started = time.perf_counter()
+        self._settle_owed(state)
         t_rounds = self.planning_rounds
         if state.num_active == 0:
             empty = np.zeros(0, dtype=np.int64)
@@ -301,6 +332,7 @@ class Shockwave(RoundPolicy):
         stalled = prediction.valuations.sum(axis=1) <= 0.0
         order = np.lexsort((state.job_ids, -remaining, ~stalled))
         solution: market.MarketSolution | None = None
+        paced: FloatArray | None = None
         if self.backend == "milp":
             budgets = boost
             schedule = self._plan_milp(state, remaining, boost)
@@ -316,8 +348,8 @@ class Shockwave(RoundPolicy):
                 window_seconds=self.critical_window_rounds * tau,
                 round_seconds=tau,
             )
-            solution, schedule = self._plan_market(
-                state, prediction, rho_hat, boost, budgets, order, stalled
+            solution, paced, schedule = self._plan_market(
+                state, prediction, rho_hat, boost, budgets, stalled
             )
         self.stats.planning_seconds.append(time.perf_counter() - started)
         return Plan(
@@ -329,6 +361,7 @@ class Shockwave(RoundPolicy):
             rho_hat,
             budgets,
             solution,
+            paced,
         )
 
     def _plan_market(
@@ -338,22 +371,38 @@ class Shockwave(RoundPolicy):
         rho_hat: FloatArray,
         boost: FloatArray,
         budgets: FloatArray,
-        order: IntArray,
         stalled: npt.NDArray[np.bool_],
-    ) -> tuple[market.MarketSolution, npt.NDArray[np.bool_]]:
-        """The market solve, the optional correction, and the rounding (stalled jobs are owed
-        the first round)."""
+    ) -> tuple[market.MarketSolution, FloatArray, npt.NDArray[np.bool_]]:
+        """The market solve, the optional correction, pacing and the rounding.
+
+        The market decides how many rounds each job gets in the window; its rounds are nearly
+        interchangeable, so *when* it places them is arbitrary, and a receding horizon that only
+        dispatches the first round could postpone a job forever. The shares are therefore paced:
+        each job's planned total is spread evenly over the rounds in which it still has work
+        (``a_it > 0``; a job finishing in three rounds keeps its three), and rounded with the
+        rounds each job is owed from earlier plans (planned minus run, carried from plan to
+        plan). Stalled jobs are owed the first round.
+        """
         tau = state.round_seconds
         remaining = prediction.remaining_mean_seconds
-        solution = market.solve(
-            prediction.valuations,
-            state.gang_size,
-            float(state.gpus),
-            budgets=budgets,
-            progress=np.minimum(prediction.offsets, _MAX_PROGRESS),
-            tol=self.solver_tolerance,
-            warm_start=self._warm_start(state),
-        )
+
+        def solve(warm: FloatArray | None) -> market.MarketSolution:
+            return market.solve(
+                prediction.valuations,
+                state.gang_size,
+                float(state.gpus),
+                budgets=budgets,
+                progress=np.minimum(prediction.offsets, _MAX_PROGRESS),
+                tol=self.solver_tolerance,
+                warm_start=warm,
+            )
+
+        warm = self._warm_start(state)
+        solution = solve(warm)
+        if not solution.converged and warm is not None:
+            # a warm start that does not reach the tolerance is retried cold
+            self.stats.cold_retries += 1
+            solution = solve(None)
         self._record_solve(solution)
         shares = solution.shares
         if self.ftf_correction:
@@ -367,15 +416,14 @@ class Shockwave(RoundPolicy):
                 shares, prediction.valuations, state.gang_size, float(state.gpus), floors, boost
             )
             self.stats.correction_failures += int(not fixed.solved)
+            self.stats.correction_inexact += int(fixed.solved and fixed.status != "solved")
             self.stats.corrections += int(fixed.solved and fixed.shares is not shares)
             shares = fixed.shares
-        if stalled.any():
-            shares = shares.copy()
-            shares[stalled, 0] = 1.0
-        schedule = market.round_schedule(
-            shares, state.gang_size, float(state.gpus), backfill_order=order
-        )
-        return solution, schedule
+        paced = paced_shares(shares, prediction.valuations)
+        owed = self._owed[state.positions]
+        paced[stalled, 0] = 1.0
+        schedule = market.round_schedule(paced, state.gang_size, float(state.gpus), deficit=owed)
+        return solution, paced, schedule
 
     def _plan_milp(
         self, state: ClusterState, remaining: FloatArray, boost: FloatArray
@@ -462,6 +510,20 @@ class Shockwave(RoundPolicy):
                     break
         picked: IntArray = state.job_ids[np.concatenate([chosen, np.array(extra, dtype=np.int64)])]
         return picked
+
+
+def paced_shares(shares: FloatArray, valuations: FloatArray) -> FloatArray:
+    """Each job's planned rounds ``sum_t x_it`` spread evenly over its rounds with work.
+
+    A job's rounds with work are the first ``H_i`` of the window, ``H_i`` the number of rounds
+    with ``a_it > 0`` (valuations assume continuous service, so they are positive up to the
+    expected finish); ``H_i >= 1``. The supply stays respected on average over the window.
+    """
+    horizon = np.maximum((valuations > 0).sum(axis=1), 1)
+    rate = np.minimum(shares.sum(axis=1) / horizon, 1.0)
+    inside = np.arange(shares.shape[1])[None, :] < horizon[:, None]
+    paced: FloatArray = np.where(inside, rate[:, None], 0.0)
+    return paced
 
 
 def _rows_in(ids: IntArray, wanted: IntArray) -> IntArray:

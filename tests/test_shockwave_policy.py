@@ -20,6 +20,7 @@ from shockwave.policies.shockwave.fairness import (
     FinishTimeTargets,
     fairness_boost,
 )
+from shockwave.policies.shockwave.policy import paced_shares
 from shockwave.sim import SimulationConfig, simulate
 from shockwave.sim.state import ClusterState
 from shockwave.traces import GeneratorParameters, generate_workload
@@ -88,6 +89,32 @@ def test_projected_ratio_clocks() -> None:
     assert jct.deadlines(1, np.array([0]), np.array([1000.0]), 1.2)[0] == pytest.approx(1600.0)
 
 
+# -------------------------------------------------------------------------------- pacing
+def test_pacing_spreads_each_jobs_rounds_over_its_rounds_with_work() -> None:
+    shares = np.array([[0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0], [0.5, 0.5, 0.5, 0.5]])
+    valuations = np.array([[0.1, 0.1, 0.1, 0.1], [0.3, 0.2, 0.0, 0.0], [0.1, 0.1, 0.1, 0.1]])
+    paced = paced_shares(shares, valuations)
+    np.testing.assert_allclose(paced[0], [0.5] * 4)  # two rounds placed late: now half of each
+    np.testing.assert_allclose(paced[1], [1.0, 1.0, 0.0, 0.0])  # a job ending soon keeps them
+    np.testing.assert_allclose(paced[2], shares[2])
+    gangs = np.array([2, 1, 2])
+    # the supply is respected on average over the window
+    assert (paced * gangs[:, None]).sum() == pytest.approx((shares * gangs[:, None]).sum())
+
+
+def test_a_job_planned_late_every_round_is_not_postponed_forever() -> None:
+    """Two identical long jobs on one GPU: both make progress every few rounds."""
+    jobs = tuple(
+        Job(i, 0.0, 1, "LM", "", "static", np.full(40, 10), np.full(40, 120.0)) for i in range(2)
+    )
+    policy = Recording(makespan_weight=0.0, remaining_exponent=0.0)
+    simulate(Workload(jobs), policy, SimulationConfig(gpus=1))
+    runs = [set(chosen.tolist()) for chosen in policy.dispatched]
+    for job_id in (0, 1):
+        gaps = np.diff([k for k, chosen in enumerate(runs) if job_id in chosen])
+        assert gaps.size and gaps.max() <= 4, f"job {job_id} waited {gaps.max()} rounds"
+
+
 # ------------------------------------------------------------------------------- budgets
 def test_critical_path_weights() -> None:
     weights = critical_path_weights(np.array([1000.0, 5000.0, 4800.0, 100.0]), 360.0)
@@ -107,16 +134,21 @@ def test_budgets_combine_gang_tilt_boost_and_makespan() -> None:
     )  # fmt: skip
     assert plain.tolist() == [1.0, 4.0, 1.0]  # time-fair: proportional to gang size
     tilted = market_budgets(
-        weight, gang, np.array([1.0, 1.0, 2.0]), remaining, gang_budgets=False,
+        weight, gang, np.ones(3), remaining, gang_budgets=False,
         remaining_exponent=1.0, makespan_weight=0.0, window_seconds=360.0, round_seconds=120.0,
     )  # fmt: skip
     assert tilted[0] == tilted[1]
-    assert tilted[2] == pytest.approx(tilted[0] * 2.0 * 720.0 / 6120.0)
+    assert tilted[2] == pytest.approx(tilted[0] * 720.0 / 6120.0)  # (median + tau) / (R + tau)
     critical = market_budgets(
         weight, gang, np.ones(3), remaining, gang_budgets=True, remaining_exponent=0.0,
         makespan_weight=0.5, window_seconds=360.0, round_seconds=120.0,
     )  # fmt: skip
     assert critical.tolist() == [1.0, 4.0, 1.0 + 0.5 * 6.0]  # the longest job takes it all
+    late = market_budgets(
+        weight, gang, np.array([1.0, 1.0, 3.0]), remaining, gang_budgets=True,
+        remaining_exponent=1.0, makespan_weight=0.0, window_seconds=360.0, round_seconds=120.0,
+    )  # fmt: skip
+    assert late[2] == pytest.approx(3.0)  # behind schedule: boosted, no longer held back
 
 
 # ---------------------------------------------------------------------------- correction

@@ -36,12 +36,17 @@ from shockwave.sim import SimulationConfig, simulate
 from shockwave.traces import GeneratorParameters, generate_workload
 from shockwave.workload import Workload
 
-#: The grid searched (every combination).
+#: The grid searched (every combination). A first run over a wider grid (critical windows of 1
+#: and 3 rounds, remaining exponents 2, 4 and 6, fairness exponents 0, 4 and 12; 80 of its 162
+#: configurations finished, all those with makespan weight 0.5 and most with 1.0) had its six
+#: best configurations all with a 1-round window, a remaining exponent of 4 or 6 and a fairness
+#: exponent of 0 or 4 (the others first appear 7th, within 1.2 % of the best score), so this
+#: grid keeps those values to stay within a half-hour run on the 2-core machine.
 GRID: dict[str, list[Any]] = {
     "makespan_weight": [0.5, 1.0, 2.0],
-    "critical_window_rounds": [1.0, 3.0],
-    "remaining_exponent": [2.0, 4.0, 6.0],
-    "fairness_exponent": [0.0, 4.0, 12.0],
+    "critical_window_rounds": [1.0],
+    "remaining_exponent": [4.0, 6.0],
+    "fairness_exponent": [0.0, 4.0],
     "max_owed_rounds": [0.0, 2.0, 20.0],
 }
 WORST_RHO_TARGET = 1.5

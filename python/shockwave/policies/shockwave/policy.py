@@ -465,8 +465,8 @@ class Shockwave(RoundPolicy):
             return None
         return market.warm_start_bids(
             plan.solution,
-            previous_jobs=plan.job_ids.tolist(),
-            current_jobs=state.job_ids.tolist(),
+            previous_jobs=plan.job_ids,
+            current_jobs=state.job_ids,
             elapsed_rounds=state.round_index - plan.round_index,
         )
 

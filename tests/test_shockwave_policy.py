@@ -208,7 +208,7 @@ def test_every_plan_fits_the_cluster_and_budgets_carry_the_fairness_boost(
     mechanics: Any,
 ) -> None:
     workload = small_workload()
-    policy = Recording(planning_rounds=8)
+    policy = Recording(planning_rounds=8, fairness_exponent=4.0)  # default 0: no boost
     result = simulate(workload, policy, SimulationConfig(gpus=8, mechanics=mechanics))
     assert np.isfinite(result.to_dict()["makespan"])
     boosted = 0

@@ -146,10 +146,10 @@ class Shockwave(RoundPolicy):
     """
 
     planning_rounds: int = 20
-    makespan_weight: float = 1.0
+    makespan_weight: float = 0.5
     critical_window_rounds: float = 1.0
     remaining_exponent: float = 4.0
-    fairness_exponent: float = 4.0
+    fairness_exponent: float = 0.0
     rho_max: float = 1.0
     estimator: str = "markov"
     replan_period: int = 1

@@ -122,6 +122,9 @@ def test_critical_path_weights() -> None:
     assert weights[0] == weights[3] == 0.0
     assert weights[1] > weights[2] > 0.0
     assert critical_path_weights(np.zeros(3), 360.0).tolist() == [0.0] * 3
+    for window in (0.0, 1e-300):  # only the longest jobs, equally
+        tied = critical_path_weights(np.array([5000.0, 100.0, 5000.0]), window)
+        assert tied.tolist() == [0.5, 0.0, 0.5]
 
 
 def test_budgets_combine_gang_tilt_boost_and_makespan() -> None:

@@ -47,12 +47,14 @@ def critical_path_weights(remaining: FloatArray, window_seconds: float) -> Float
 
     Jobs whose expected remaining runtime is within ``window_seconds`` of the largest share the
     budget in proportion to their excess over ``max - window_seconds``; the longest job always
-    has a positive share.
+    has a positive share. With a zero window the jobs at the maximum share it equally.
     """
     if remaining.shape[0] == 0 or float(remaining.max()) <= 0.0:
         return np.zeros_like(remaining)  # no work left anywhere: nobody is critical
-    threshold = float(remaining.max()) - window_seconds
-    excess = np.maximum(remaining - threshold, 0.0)
+    longest = float(remaining.max())
+    excess = np.maximum(remaining - (longest - window_seconds), 0.0)
+    if float(excess.sum()) <= 0.0:  # a window too small to register: the longest jobs only
+        excess = (remaining == longest).astype(np.float64)
     return excess / float(excess.sum())
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shockwave import market
 from tests.market_reference import next_round_market, random_market
@@ -23,6 +26,26 @@ def test_align_bids_follows_job_identifiers() -> None:
     bids = np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
     aligned = market.align_bids(bids, ["a", "b", "c"], ["c", "new", "a"])
     np.testing.assert_array_equal(aligned, [[3.0, 3.0], [0.0, 0.0], [1.0, 1.0]])
+
+
+@given(
+    previous=st.lists(st.integers(-5, 40), unique=True, max_size=30),
+    current=st.lists(st.integers(-5, 40), unique=True, max_size=30),
+)
+def test_align_bids_by_integer_array_matches_the_mapping(
+    previous: list[int], current: list[int]
+) -> None:
+    bids = np.arange(3.0 * len(previous)).reshape(len(previous), 3) + 1.0
+    by_array = market.align_bids(bids, np.array(previous, dtype=np.int64), np.array(current))
+    by_name = market.align_bids(bids, [str(j) for j in previous], [str(j) for j in current])
+    np.testing.assert_array_equal(by_array, by_name)
+
+
+def test_align_bids_rejects_repeated_integer_identifiers() -> None:
+    with pytest.raises(ValueError, match="previous_jobs"):
+        market.align_bids(np.ones((2, 3)), np.array([4, 4]), np.array([4]))
+    with pytest.raises(ValueError, match="current_jobs"):
+        market.align_bids(np.ones((2, 3)), np.array([4, 5]), np.array([5, 5]))
 
 
 def test_warm_start_bids_shift_then_align() -> None:

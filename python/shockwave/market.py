@@ -47,7 +47,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from shockwave import _core
 
+#: Job identifiers of a market's rows: any unique hashables, or an integer numpy array.
+JobIds = Sequence[Hashable] | NDArray[np.integer]
+
 __all__ = [
+    "JobIds",
     "MarketSolution",
     "Method",
     "align_bids",
@@ -288,25 +292,42 @@ def shift_bids(bids: ArrayLike, rounds: int = 1) -> NDArray[np.float64]:
 
 def align_bids(
     bids: ArrayLike,
-    previous_jobs: Sequence[Hashable],
-    current_jobs: Sequence[Hashable],
+    previous_jobs: JobIds,
+    current_jobs: JobIds,
 ) -> NDArray[np.float64]:
     """Reorder the rows of ``bids`` (one per job of ``previous_jobs``) to ``current_jobs``.
 
     Rows of jobs that left are dropped; jobs that arrived get an all-zero row (cold start).
-    Job identifiers must be unique in each sequence.
+    Job identifiers must be unique in each sequence. Integer identifiers (a sequence or a numpy
+    array) are matched by sorting, in O(N log N); other hashables through a dictionary.
     """
     old = _matrix(bids, "bids")
     if old.shape[0] != len(previous_jobs):
         raise ValueError(
             f"previous_jobs: {len(previous_jobs)} identifiers for {old.shape[0]} rows of bids"
         )
+    aligned = np.zeros((len(current_jobs), old.shape[1]))
+    previous_ids, current_ids = np.asarray(previous_jobs), np.asarray(current_jobs)
+    if (
+        previous_ids.ndim == current_ids.ndim == 1
+        and previous_ids.dtype.kind in "iu"
+        and current_ids.dtype.kind in "iu"
+    ):
+        # Integer identifiers (the policy's job ids): sort once and match by binary search.
+        order = np.argsort(previous_ids, kind="stable")
+        ordered = previous_ids[order]
+        for ids, name in ((ordered, "previous_jobs"), (np.sort(current_ids), "current_jobs")):
+            if bool((ids[1:] == ids[:-1]).any()):
+                raise ValueError(f"{name}: identifiers must be unique")
+        where = np.minimum(np.searchsorted(ordered, current_ids), max(ordered.size - 1, 0))
+        found = ordered[where] == current_ids if ordered.size else np.zeros(len(current_ids), bool)
+        aligned[found] = old[order[where[found]]]
+        return aligned
     row_of = {job: row for row, job in enumerate(previous_jobs)}
     if len(row_of) != len(previous_jobs):
         raise ValueError("previous_jobs: identifiers must be unique")
     if len(set(current_jobs)) != len(current_jobs):
         raise ValueError("current_jobs: identifiers must be unique")
-    aligned = np.zeros((len(current_jobs), old.shape[1]))
     for row, job in enumerate(current_jobs):
         previous = row_of.get(job)
         if previous is not None:
@@ -317,8 +338,8 @@ def align_bids(
 def warm_start_bids(
     previous: MarketSolution | ArrayLike,
     *,
-    previous_jobs: Sequence[Hashable] | None = None,
-    current_jobs: Sequence[Hashable] | None = None,
+    previous_jobs: JobIds | None = None,
+    current_jobs: JobIds | None = None,
     elapsed_rounds: int = 1,
 ) -> NDArray[np.float64]:
     """Warm-start bids for the next plan from the previous plan (or its bids).

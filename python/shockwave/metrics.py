@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    import pandas as pd  # type: ignore[import-untyped]
+    import pandas as pd
 
     from shockwave.sim.record import SimulationRecord
 
@@ -160,7 +160,7 @@ class SimulationResult:
         import pandas as pd  # imported lazily: slow to import
 
         r = self.record
-        return pd.DataFrame(
+        frame: pd.DataFrame = pd.DataFrame(
             {
                 "job_id": self.job_ids,
                 "arrival_time": r.arrival_time,
@@ -177,6 +177,7 @@ class SimulationResult:
                 "dropped": r.dropped,
             }
         )
+        return frame
 
 
 def summarize(record: SimulationRecord) -> SimulationResult:

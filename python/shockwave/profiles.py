@@ -88,6 +88,25 @@ def gns_schedule(
     return schedule
 
 
+def gns_batch_size_at(
+    model: str, initial_batch_size: int, gang_size: int, epochs: int, index: int
+) -> int:
+    """Batch size of epoch ``index`` in :func:`gns_schedule` of ``epochs`` epochs, without
+    building the schedule (the simulator asks for single entries of very long schedules)."""
+    staircase = gns_staircase(model, initial_batch_size, gang_size)
+    if staircase is None or epochs < staircase.min_epochs:
+        return initial_batch_size
+    stages = staircase.stages
+    if index == epochs - 1 and len(stages) >= 2 and epochs - 1 >= stages[1][0]:
+        return initial_batch_size
+    batch_size = initial_batch_size
+    for first_epoch, stage_batch_size in stages:
+        if first_epoch > index:
+            break
+        batch_size = min(stage_batch_size, model_family(model).max_batch_size)
+    return batch_size
+
+
 def batch_size_schedule(
     mode: AdaptationMode,
     model: str,

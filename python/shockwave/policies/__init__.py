@@ -32,9 +32,11 @@ from shockwave.policies.max_min_fairness import MaxMinFairness
 from shockwave.policies.max_sum_throughput import MaxSumThroughput
 from shockwave.policies.min_total_duration import MinTotalDuration
 from shockwave.policies.protocol import AllocationPolicy, Policy, RoundPolicy
+from shockwave.policies.shockwave import Shockwave
 
 #: Constructors of the built-in policies, by name.
 POLICIES: dict[str, Callable[..., Policy]] = {
+    "shockwave": Shockwave,
     "fifo": Fifo,
     "gavel": MaxMinFairness,
     "themis": FinishTimeFairness,
@@ -46,6 +48,7 @@ POLICIES: dict[str, Callable[..., Policy]] = {
 
 #: The name each baseline has in the original artifact (its result files and scripts).
 ORIGINAL_NAMES: dict[str, str] = {
+    "shockwave": "shockwave",
     "fifo": "fifo",
     "gavel": "max_min_fairness",
     "themis": "finish_time_fairness",

@@ -56,15 +56,15 @@ class ExactEngine(Engine):
         fraction = p.fraction(active, index, seconds)
         iterations = p.iterations_done(active, index, seconds)
         total = p.total_iterations[active]
-        epoch = p.epoch_start[active] + index
+        size, iterations_per_epoch, duration = p.epoch_facts(active, index)
         return {
             "epochs_done": index.copy(),
             "epoch_progress": index + fraction,
             "steps_run": iterations,
             "total_steps": total.copy(),
             "remaining_steps": total - iterations,
-            "batch_size": p.batch_size[epoch],
-            "throughput": p.iterations[epoch] / p.duration[epoch],
+            "batch_size": size,
+            "throughput": iterations_per_epoch / duration,
             "remaining_seconds": p.total_seconds[active] - seconds,
         }
 
@@ -151,10 +151,9 @@ class ExactEngine(Engine):
         new_index = p.epoch_index(jobs, after)
         gained = p.iterations_done(jobs, new_index, after) - p.iterations_done(jobs, index, before)
         self.epoch[jobs] = new_index
-        sizes = p.batch_size[p.epoch_start[jobs] + index]
+        sizes = p.epoch_facts(jobs, index)[0]
         rates = np.where(run > 0.0, gained / np.where(run > 0.0, run, 1.0), 0.0)
-        for job, rate, size in zip(jobs.tolist(), rates.tolist(), sizes.tolist(), strict=True):
-            self.samples.append(job, k, rate, size)
+        self.samples.record(jobs, k, rates, sizes)
         done = ~np.isnan(completion)
         if done.any():
             self.complete(jobs[done], completion[done], k)

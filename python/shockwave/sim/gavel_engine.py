@@ -270,10 +270,7 @@ class GavelEngine(Engine):
             self.dirty = True
 
         rates = np.where(execution > 0.0, steps / np.where(execution > 0.0, execution, 1.0), 0.0)
-        for job, rate, bs in zip(
-            jobs.tolist(), rates.tolist(), self.batch_size[jobs].tolist(), strict=True
-        ):
-            self.samples.append(job, k, rate, bs)
+        self.samples.record(jobs, k, rates, self.batch_size[jobs])
         self.needs_flag_check[jobs] = True
         for job in jobs[self.flag_big[jobs] | self.flag_small[jobs]].tolist():
             self._apply_flag(job)

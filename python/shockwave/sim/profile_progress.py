@@ -5,9 +5,13 @@ A job's progress is the exclusive run time it has completed, ``s`` seconds in ``
 cumulative durations, so the epoch in progress, the fraction done, the batch size and the
 iterations run follow from ``s`` exactly, epoch boundaries inside a round included.
 
-All jobs' cumulative arrays live in one flat array; a single ``searchsorted`` on keys
-``job * B + s`` (``B`` a power of two above every ``T``) finds every job's epoch at once, and one
-correction pass on the exact (unshifted) values removes any rounding in the shifted keys.
+Profiles are piecewise constant: a job trains many consecutive epochs at one batch size, each of
+the same duration. They are stored as *segments* (runs of identical epochs), not epochs: a
+20,000-job generated trace has about 24 million epochs but only about 40,000 segments. Within a
+segment that starts at ``C_k`` with epochs of ``d`` seconds, epoch ``first_k + floor((s - C_k) /
+d)`` is in progress. All jobs' segments live in flat arrays; a single ``searchsorted`` on keys
+``job * B + C_k`` (``B`` a power of two above every ``T``) finds every job's segment at once,
+and one correction pass on the exact (unshifted) values removes any rounding in the shifted keys.
 """
 
 from __future__ import annotations
@@ -38,56 +42,120 @@ def iterations_per_epoch(job: Job) -> npt.NDArray[np.int64]:
     return -(-samples // job.batch_sizes)
 
 
+def _segments(job: Job) -> tuple[IntArray, IntArray]:
+    """First epoch and length of each run of identical epochs (same duration and batch size)."""
+    seconds = job.epoch_seconds
+    sizes = job.batch_sizes
+    change = np.flatnonzero((seconds[1:] != seconds[:-1]) | (sizes[1:] != sizes[:-1])) + 1
+    first = np.concatenate(([0], change)).astype(np.int64)
+    counts = np.diff(np.concatenate((first, [seconds.shape[0]]))).astype(np.int64)
+    return first, counts
+
+
 class ProfileProgress:
-    """The profiles of a list of jobs, flattened for vectorised lookups."""
+    """The profiles of a list of jobs, as flat segment arrays for vectorised lookups.
+
+    Per job: ``epochs`` (E), ``total_seconds`` (T, the epoch durations summed in epoch order),
+    ``total_iterations``. Per segment (flat, job after job): first epoch, epoch count, epoch
+    duration, batch size, iterations per epoch, and the seconds and iterations the job has done
+    before the segment.
+    """
 
     def __init__(self, jobs: Sequence[Job]) -> None:
-        epochs = np.array([j.num_epochs for j in jobs], dtype=np.int64)
-        self.epochs = epochs
-        # epoch-level arrays (one entry per epoch)
-        self.epoch_start = np.concatenate(([0], np.cumsum(epochs)[:-1])).astype(np.int64)
-        self.duration = np.concatenate([j.epoch_seconds for j in jobs])
-        self.batch_size = np.concatenate([j.batch_sizes for j in jobs]).astype(np.int64)
-        self.iterations = np.concatenate([iterations_per_epoch(j) for j in jobs]).astype(np.float64)
-        # boundary-level arrays (E + 1 entries per job: 0, C_1, ..., C_E)
-        self.boundary_start = self.epoch_start + np.arange(len(jobs), dtype=np.int64)
-        cumulative_seconds = [np.concatenate(([0.0], np.cumsum(j.epoch_seconds))) for j in jobs]
-        self.cumulative_seconds = np.concatenate(cumulative_seconds)
-        self.cumulative_iterations = np.concatenate(
-            [np.concatenate(([0.0], np.cumsum(iterations_per_epoch(j)))) for j in jobs]
-        ).astype(np.float64)
-        self.total_seconds = np.array([c[-1] for c in cumulative_seconds])
-        self.total_iterations = self.cumulative_iterations[self.boundary_start + epochs]
-        span = float(self.total_seconds.max()) + 1.0
+        n = len(jobs)
+        self.epochs = np.array([j.num_epochs for j in jobs], dtype=np.int64)
+        columns: list[list[npt.NDArray[np.generic]]] = [[] for _ in range(7)]
+        totals = np.empty(n, dtype=np.float64)
+        for position, job in enumerate(jobs):
+            first, counts = _segments(job)
+            duration = job.epoch_seconds[first]
+            iterations = iterations_per_epoch(job)[first].astype(np.float64)
+            # seconds before each segment: the profile's own running sum at its first epoch
+            running = np.cumsum(job.epoch_seconds)
+            totals[position] = running[-1]
+            before = np.concatenate(([0.0], running[first[1:] - 1]))
+            done = np.concatenate(([0.0], np.cumsum(iterations * counts)[:-1]))
+            for column, values in zip(
+                columns,
+                (first, counts, duration, job.batch_sizes[first], iterations, before, done),
+                strict=True,
+            ):
+                column.append(values)
+        flat = [np.concatenate(c) if c else np.zeros(0) for c in columns]
+        self.segments = np.array([len(c) for c in columns[0]], dtype=np.int64)
+        self.segment_start = np.concatenate(([0], np.cumsum(self.segments)[:-1])).astype(np.int64)
+        self.first_epoch = flat[0].astype(np.int64)
+        self.count = flat[1].astype(np.int64)
+        self.duration = flat[2].astype(np.float64)
+        self.batch_size = flat[3].astype(np.int64)
+        self.iterations = flat[4].astype(np.float64)
+        self.seconds_before = flat[5].astype(np.float64)
+        self.iterations_before = flat[6].astype(np.float64)
+        self.total_seconds = totals
+        last = self.segment_start + self.segments - 1
+        self.total_iterations = (
+            self.iterations_before[last] + self.iterations[last] * self.count[last]
+        )
+        owner = np.repeat(np.arange(n, dtype=np.float64), self.segments)
+        span = float(self.total_seconds.max()) + 1.0 if n else 1.0
         self._shift = float(2.0 ** np.ceil(np.log2(span)))
-        owner = np.repeat(np.arange(len(jobs), dtype=np.float64), epochs + 1)
-        self._keys = owner * self._shift + self.cumulative_seconds
+        self._keys = owner * self._shift + self.seconds_before
+        self._epoch_base = float(self.epochs.max() + 1) if n else 1.0
+        self._first_keys = owner * self._epoch_base + self.first_epoch
+
+    def _segment(self, jobs: IntArray, index: IntArray) -> IntArray:
+        """The (flat) segment holding epoch ``index`` of each job."""
+        start = self.segment_start[jobs]
+        keys = jobs.astype(np.float64) * self._epoch_base + index
+        found = np.searchsorted(self._first_keys, keys, side="right") - 1
+        return np.clip(found, start, start + self.segments[jobs] - 1).astype(np.int64)
 
     def epoch_index(self, jobs: IntArray, seconds: FloatArray) -> IntArray:
         """The epoch in progress after ``seconds`` of work (``E - 1`` once the profile is done)."""
         keys = jobs.astype(np.float64) * self._shift + seconds
-        index = np.searchsorted(self._keys, keys, side="right") - 1 - self.boundary_start[jobs]
-        last = self.epochs[jobs] - 1
-        index = np.clip(index, 0, last)
-        base = self.boundary_start[jobs]
-        # exact correction of the shifted-key rounding (at most one epoch either way)
-        index = np.where(self.cumulative_seconds[base + index] > seconds, index - 1, index)
-        index = np.clip(index, 0, last)
-        after = np.minimum(index + 1, last)
-        step_up = (index < last) & (self.cumulative_seconds[base + after] <= seconds)
-        return np.where(step_up, after, index).astype(np.int64)
+        start = self.segment_start[jobs]
+        end = start + self.segments[jobs] - 1
+        segment = np.clip(np.searchsorted(self._keys, keys, side="right") - 1, start, end)
+        # exact correction of the shifted-key rounding (at most one segment either way)
+        segment = np.where(
+            (self.seconds_before[segment] > seconds) & (segment > start), segment - 1, segment
+        )
+        up = np.minimum(segment + 1, end)
+        segment = np.where((segment < end) & (self.seconds_before[up] <= seconds), up, segment)
+        within = np.floor((seconds - self.seconds_before[segment]) / self.duration[segment])
+        within = np.clip(within, 0, self.count[segment] - 1).astype(np.int64)
+        return np.minimum(self.first_epoch[segment] + within, self.epochs[jobs] - 1)
+
+    def _locate(self, jobs: IntArray, index: IntArray) -> tuple[IntArray, FloatArray]:
+        """Segment of epoch ``index`` and the seconds done before that epoch."""
+        segment = self._segment(jobs, index)
+        before = (
+            self.seconds_before[segment]
+            + (index - self.first_epoch[segment]) * self.duration[segment]
+        )
+        return segment, before
 
     def fraction(self, jobs: IntArray, index: IntArray, seconds: FloatArray) -> FloatArray:
         """The fraction of epoch ``index`` done after ``seconds`` of work."""
-        start = self.cumulative_seconds[self.boundary_start[jobs] + index]
-        length = self.duration[self.epoch_start[jobs] + index]
-        return np.asarray(np.clip((seconds - start) / length, 0.0, 1.0), dtype=np.float64)
+        segment, before = self._locate(jobs, index)
+        return np.asarray(
+            np.clip((seconds - before) / self.duration[segment], 0.0, 1.0), dtype=np.float64
+        )
 
     def iterations_done(self, jobs: IntArray, index: IntArray, seconds: FloatArray) -> FloatArray:
         """Iterations run after ``seconds`` of work, epoch ``index`` in progress (piecewise linear
         within each epoch)."""
-        done = self.cumulative_iterations[self.boundary_start[jobs] + index]
-        partial = (
-            self.fraction(jobs, index, seconds) * self.iterations[self.epoch_start[jobs] + index]
+        segment, before = self._locate(jobs, index)
+        whole = (
+            self.iterations_before[segment]
+            + (index - self.first_epoch[segment]) * (self.iterations[segment])
         )
-        return np.asarray(done + partial, dtype=np.float64)
+        fraction = np.clip((seconds - before) / self.duration[segment], 0.0, 1.0)
+        return np.asarray(whole + fraction * self.iterations[segment], dtype=np.float64)
+
+    def epoch_facts(
+        self, jobs: IntArray, index: IntArray
+    ) -> tuple[IntArray, FloatArray, FloatArray]:
+        """Batch size, iterations and duration (seconds) of epoch ``index`` of each job."""
+        segment = self._segment(jobs, index)
+        return self.batch_size[segment], self.iterations[segment], self.duration[segment]

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
 
 from shockwave.catalog import accordion_runtime_is_critical, model_family
-from shockwave.profiles import gns_schedule
+from shockwave.profiles import gns_batch_size_at
 
 #: The original builds the runtime GNS pattern with at least this many epochs.
 GNS_PATTERN_MIN_EPOCHS = 760
@@ -43,13 +42,6 @@ def steps_per_epoch(samples_per_epoch: int, batch_size: int) -> int:
 def epoch_counter(steps_run: int, samples_per_epoch: int, batch_size: int) -> int:
     """The original's ceil-based epoch index: epochs started after ``steps_run`` iterations."""
     return -(-steps_run // steps_per_epoch(samples_per_epoch, batch_size))
-
-
-@cache
-def _gns_pattern(
-    model: str, initial_batch_size: int, gang_size: int, epochs: int
-) -> tuple[int, ...]:
-    return tuple(gns_schedule(model, initial_batch_size, gang_size, epochs))
 
 
 def wants_change(
@@ -73,8 +65,11 @@ def wants_change(
         return False, False
     if mode == "gns":
         epochs = max(GNS_PATTERN_MIN_EPOCHS, counter + 2)
-        pattern = _gns_pattern(model, initial_batch_size, gang_size, epochs)
-        grows = pattern[counter + 1] > batch_size or pattern[counter] > batch_size
+        current, following = (
+            gns_batch_size_at(model, initial_batch_size, gang_size, epochs, i)
+            for i in (counter, counter + 1)
+        )
+        grows = following > batch_size or current > batch_size
         return grows and batch_size != family.max_batch_size, False
     return False, False
 

@@ -56,13 +56,26 @@ class SampleLog:
     """
 
     def __init__(self, position: IntArray) -> None:
-        self._rows: list[list[tuple[int, float, int]]] = [[] for _ in range(position.shape[0])]
-        self._internal = np.empty(position.shape[0], dtype=np.int64)
-        self._internal[position] = np.arange(position.shape[0], dtype=np.int64)
+        jobs = position.shape[0]
+        self._rows: list[list[tuple[int, float, int]]] = [[] for _ in range(jobs)]
+        self._internal = np.empty(jobs, dtype=np.int64)
+        self._internal[position] = np.arange(jobs, dtype=np.int64)
+        #: the latest sample of each internal job (round -1: none yet)
+        self.last_round = np.full(jobs, -1, dtype=np.int64)
+        self.last_rate = np.zeros(jobs, dtype=np.float64)
+        self.last_batch_size = np.zeros(jobs, dtype=np.int64)
 
-    def append(self, job: int, round_index: int, steps_per_second: float, batch_size: int) -> None:
-        """Record one run of internal job ``job`` ending at boundary ``round_index``."""
-        self._rows[job].append((round_index, steps_per_second, batch_size))
+    def record(
+        self, jobs: IntArray, round_index: int, steps_per_second: FloatArray, batch_size: IntArray
+    ) -> None:
+        """Record one run of each internal job in ``jobs``, ending at boundary ``round_index``."""
+        for job, rate, size in zip(
+            jobs.tolist(), steps_per_second.tolist(), batch_size.tolist(), strict=True
+        ):
+            self._rows[job].append((round_index, rate, size))
+        self.last_round[jobs] = round_index
+        self.last_rate[jobs] = steps_per_second
+        self.last_batch_size[jobs] = batch_size
 
     def of_position(self, position: int, through_round: int) -> ThroughputSamples:
         """The samples of the job at ``position`` in the workload, up to boundary
@@ -112,6 +125,10 @@ class ClusterState:
         service_seconds: run time received so far, seconds, net of restart penalties.
         rounds_run, rounds_queued: rounds the job ran / waited since admission.
         ran_last_round: whether the job ran in the previous round.
+        last_sample_round, last_sample_steps_per_second, last_sample_batch_size: the job's
+            latest throughput sample (as in :class:`ThroughputSamples`; round -1 and zeros when
+            it has none). A sample with ``last_sample_round == round_index`` is new: the job ran
+            in the round that just ended.
 
     Events since the previous call of this policy:
         arrived: ``job_ids`` of jobs admitted since then (all active).
@@ -144,6 +161,9 @@ class ClusterState:
     rounds_run: IntArray
     rounds_queued: IntArray
     ran_last_round: BoolArray
+    last_sample_round: IntArray
+    last_sample_steps_per_second: FloatArray
+    last_sample_batch_size: IntArray
     arrived: IntArray
     completed: IntArray
     _samples: SampleLog

@@ -48,7 +48,9 @@ ABLATIONS: list[tuple[str, list[Any]]] = [
     ("replan_period", [1, 4, 8]),
     ("makespan_weight", [0.0, 0.25, 0.5, 1.0, 2.0]),
     ("fairness_exponent", [0.0, 4.0, 12.0, 20.0]),
-    ("remaining_exponent", [0.0, 1.0, 2.0, 3.0, 4.0]),
+    ("remaining_exponent", [0.0, 2.0, 4.0, 6.0]),
+    ("critical_window_rounds", [0.0, 1.0, 3.0]),
+    ("max_owed_rounds", [0.0, 2.0, 20.0]),
     ("ftf_correction", [False, True]),
     ("fairness_clock", ["jct", "absolute"]),
 ]
@@ -74,6 +76,35 @@ def row(label: str, r: dict[str, Any]) -> str:
         f"| {label} | {r['makespan']:,.0f} | {r['avg_jct']:,.0f} | {r['worst_ftf']:.3f} | "
         f"{100 * r['unfair_fraction']:.1f} | {wall} |"
     )
+
+
+#: Issue 5's targets under the ``gavel`` mechanics (the original's numbers on this trace).
+TARGETS = {"makespan": 24_197.0, "avg_jct": 9_958.0, "worst_ftf": 1.5, "unfair_fraction": 0.03}
+#: Baselines Shockwave's makespan must beat by 1.3x and (all but gandiva-fair) worst rho by 2x.
+RATIO_BASELINES = ["gavel", "themis", "allox", "mst", "gandiva-fair"]
+
+
+def target_lines(ours: dict[str, Any], baselines: dict[str, dict[str, Any]]) -> list[str]:
+    """The targets table: each target, the measured value and whether it holds."""
+    lines = ["| target | measured | met |", "|---|---|---|"]
+    for key, bound in TARGETS.items():
+        value = ours[key]
+        shown = f"{100 * value:.1f} %" if key == "unfair_fraction" else f"{value:,.3f}"
+        limit = f"{100 * bound:.0f} %" if key == "unfair_fraction" else f"{bound:,}"
+        lines.append(f"| {key} <= {limit} | {shown} | {'yes' if value <= bound else 'no'} |")
+    for name in RATIO_BASELINES:
+        speedup = baselines[name]["makespan"] / ours["makespan"]
+        lines.append(
+            f"| makespan >= 1.3x better than `{name}` | {speedup:.2f}x | "
+            f"{'yes' if speedup >= 1.3 else 'no'} |"
+        )
+        if name != "gandiva-fair":
+            fairer = baselines[name]["worst_ftf"] / ours["worst_ftf"]
+            lines.append(
+                f"| worst rho >= 2x better than `{name}` | {fairer:.2f}x | "
+                f"{'yes' if fairer >= 2.0 else 'no'} |"
+            )
+    return lines
 
 
 HEADER = ["| policy | makespan (s) | avg JCT (s) | worst rho | unfair % | wall (s) |",
@@ -115,8 +146,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                 )
             )
             print(lines[-1], flush=True)
+        baselines: dict[str, dict[str, Any]] = {}
         for name in BASELINES:
-            lines.append(row(name, run(workload, name, {}, mechanics)))
+            baselines[name] = run(workload, name, {}, mechanics)
+            lines.append(row(name, baselines[name]))
             if mechanics == "gavel":
                 published = reference["policies"].get(ORIGINAL_NAMES[name])
                 if published is not None:
@@ -127,6 +160,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                     }))  # fmt: skip
             print(lines[-1], flush=True)
         lines.append("")
+        if mechanics == "gavel":
+            lines += ["### Targets (issue 5, `gavel` mechanics, same run)", "",
+                      *target_lines(ours, baselines), ""]  # fmt: skip
     lines += ["## Ablations (`gavel` mechanics, one parameter changed from the defaults)", ""]
     defaults = policy_parameters("shockwave")
     for parameter, values in ABLATIONS:

@@ -15,8 +15,13 @@ A set's score for a configuration is
         + (number of traces on which worst rho > 1.5 or the unfair fraction > 3 %),
 
 ``gavel`` being the max-min-fairness baseline on the same trace (lower is better; the fairness
-targets count as violations). The ranking is by the mean of the three sets' scores; its first
-row is the default. The report goes to a Markdown file.
+targets count as violations). The ranking is by the mean of the three sets' scores. The default
+is chosen among the configurations within :data:`TIE_TOLERANCE` (0.5 %) of the best score: the
+one with the largest fairness margin (the lowest worst rho over all ten traces), then the best
+score. (Scores that close are within the noise of the solver's path: a faster market solver
+that changed no result by more than a few percent swapped the first three configurations of
+an earlier run, whose scores were within 0.2 %, and its first was 0.02 from the worst-rho
+target on one trace.) The report goes to a Markdown file.
 
     python benches/shockwave_tuning.py --output docs/shockwave_tuning.md
 """
@@ -49,6 +54,8 @@ GRID: dict[str, list[Any]] = {
     "fairness_exponent": [0.0, 4.0],
     "max_owed_rounds": [0.0, 2.0, 20.0],
 }
+#: Configurations whose score is within this fraction of the best one tie (module docs).
+TIE_TOLERANCE = 0.005
 WORST_RHO_TARGET = 1.5
 UNFAIR_TARGET = 0.03
 
@@ -132,6 +139,17 @@ class Candidate:
     def total(self) -> float:
         return sum(self.scores.values()) / len(self.scores)
 
+    @property
+    def worst_rho(self) -> float:
+        """Largest worst rho over every trace of every set."""
+        return max(o.worst_ftf for outcomes in self.outcomes.values() for o in outcomes)
+
+
+def default_choice(ranked: Sequence[Candidate]) -> Candidate:
+    """The default among the configurations tied with the best (module docs)."""
+    tied = [c for c in ranked if c.total <= ranked[0].total * (1.0 + TIE_TOLERANCE)]
+    return min(tied, key=lambda c: (c.worst_rho, c.total))
+
 
 def evaluate(
     candidate: Candidate,
@@ -158,13 +176,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             evaluate(candidate, name, traces[name], references[name])
         print(f"{candidate.total:.4f} {candidate.scores} {candidate.parameters}", flush=True)
     candidates.sort(key=lambda c: c.total)
-    args.output.write_text(
-        report(candidates[: args.top], len(candidates), references, time.perf_counter() - started)
-    )
+    chosen = default_choice(candidates)
+    print(f"default: {chosen.parameters}", flush=True)
+    seconds = time.perf_counter() - started
+    text = report(candidates[: args.top], chosen, len(candidates), references, seconds)
+    args.output.write_text(text)
 
 
 def report(
     best: Sequence[Candidate],
+    chosen: Candidate,
     configurations_tried: int,
     references: dict[str, list[Outcome]],
     seconds: float,
@@ -200,8 +221,9 @@ def report(
         f"## Ranking (mean of the three sets' scores), best {len(best)}",
         "",
         "| rank | score | " + " | ".join(f"`{k}`" for k in keys) + " | "
-        + " | ".join(f"{n} score | {n} worst rho / unfair % (max)" for n in WORKLOAD_SETS) + " |",
-        "|" + "---|" * (2 + len(keys) + 2 * len(WORKLOAD_SETS)),
+        + " | ".join(f"{n} score | {n} worst rho / unfair % (max)" for n in WORKLOAD_SETS)
+        + " | worst rho, all traces |",
+        "|" + "---|" * (3 + len(keys) + 2 * len(WORKLOAD_SETS)),
     ]  # fmt: skip
     for rank, c in enumerate(best, start=1):
         cells = []
@@ -212,12 +234,20 @@ def report(
                 f"{max(o.worst_ftf for o in outcomes):.2f} / "
                 f"{100 * max(o.unfair_fraction for o in outcomes):.1f}"
             )
+        rank_cell = f"**{rank}** (default)" if c is chosen else str(rank)
         lines.append(
-            f"| {rank} | {c.total:.4f} | "
+            f"| {rank_cell} | {c.total:.4f} | "
             + " | ".join(str(c.parameters[k]) for k in keys)
-            + " | " + " | ".join(cells) + " |"
+            + " | " + " | ".join(cells) + f" | {c.worst_rho:.3f} |"
         )  # fmt: skip
-    lines += ["", "The first row is the policy's default configuration.", ""]
+    tied = sum(c.total <= best[0].total * (1.0 + TIE_TOLERANCE) for c in best)
+    lines += [
+        "",
+        f"Default: the row marked (default), the lowest worst rho among the {tied} "
+        f"configurations within {100 * TIE_TOLERANCE:g} % of the best score: "
+        + ", ".join(f"`{k} = {chosen.parameters[k]}`" for k in keys) + ".",
+        "",
+    ]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

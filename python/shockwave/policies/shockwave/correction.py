@@ -37,6 +37,9 @@ IntArray = npt.NDArray[np.int64]
 #: scaled into the supply), so only the floors can be missed a little when it is not "solved".
 ACCEPTED_STATUSES = ("solved", "solved inaccurate", "maximum iterations reached")
 
+#: Status of a correction that had nothing to do (every floor already met by the market plan).
+NO_CORRECTION_NEEDED = "not needed"
+
 #: Cost of one round of shortfall against a floor (larger than any change of the plan costs).
 SHORTFALL_PENALTY = 1e3
 
@@ -101,7 +104,7 @@ def correct_plan(
     floor = np.minimum(floor_rounds, (valuations > 0).sum(axis=1))
     constrained = np.flatnonzero(floor > (shares.sum(axis=1) + 1e-9))
     if jobs == 0 or constrained.shape[0] == 0:
-        return Correction(shares, np.zeros(jobs), "not needed", True)
+        return Correction(shares, np.zeros(jobs), NO_CORRECTION_NEEDED, True)
     k = constrained.shape[0]
     n_x = jobs * rounds
     # variables: x (row-major, job-major) then the slacks of the constrained jobs
@@ -137,7 +140,7 @@ def correct_plan(
     solver.setup(p, q, a, lower, upper, verbose=False, eps_abs=1e-6, eps_rel=1e-6, polishing=True)
     result = solver.solve(raise_error=False)
     status = str(result.info.status)
-    if status != "solved" or result.x is None:
+    if status not in ACCEPTED_STATUSES or result.x is None:
         return Correction(shares, np.zeros(jobs), status, False)
     x = np.clip(result.x[:n_x].reshape(jobs, rounds), 0.0, upper_x.reshape(jobs, rounds))
     # restore exact supply feasibility after the solver's tolerance

@@ -29,7 +29,11 @@ from shockwave import market
 from shockwave.adaptation import ESTIMATORS, JobModels, Prediction
 from shockwave.policies.protocol import RoundPolicy
 from shockwave.policies.shockwave.budgets import market_budgets
-from shockwave.policies.shockwave.correction import correct_plan, required_rounds
+from shockwave.policies.shockwave.correction import (
+    NO_CORRECTION_NEEDED,
+    correct_plan,
+    required_rounds,
+)
 from shockwave.policies.shockwave.fairness import (
     FinishTimeTargets,
     fairness_boost,
@@ -146,7 +150,7 @@ class Shockwave(RoundPolicy):
     """
 
     planning_rounds: int = 20
-    makespan_weight: float = 0.5
+    makespan_weight: float = 2.0
     critical_window_rounds: float = 1.0
     remaining_exponent: float = 4.0
     fairness_exponent: float = 0.0
@@ -416,7 +420,9 @@ class Shockwave(RoundPolicy):
                 shares, prediction.valuations, state.gang_size, float(state.gpus), floors, boost
             )
             self.stats.correction_failures += int(not fixed.solved)
-            self.stats.correction_inexact += int(fixed.solved and fixed.status != "solved")
+            self.stats.correction_inexact += int(
+                fixed.solved and fixed.status not in ("solved", NO_CORRECTION_NEEDED)
+            )
             self.stats.corrections += int(fixed.solved and fixed.shares is not shares)
             shares = fixed.shares
         paced = paced_shares(shares, prediction.valuations)

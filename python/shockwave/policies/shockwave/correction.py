@@ -61,6 +61,11 @@ class Correction:
     status: str
     solved: bool
 
+    @property
+    def inexact(self) -> bool:
+        """A changed plan from a solve OSQP did not finish to "solved" (floors met loosely)."""
+        return self.solved and self.status not in ("solved", NO_CORRECTION_NEEDED)
+
 
 def required_rounds(
     now: float,

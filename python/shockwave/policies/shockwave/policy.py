@@ -29,11 +29,7 @@ from shockwave import market
 from shockwave.adaptation import ESTIMATORS, JobModels, Prediction
 from shockwave.policies.protocol import RoundPolicy
 from shockwave.policies.shockwave.budgets import market_budgets
-from shockwave.policies.shockwave.correction import (
-    NO_CORRECTION_NEEDED,
-    correct_plan,
-    required_rounds,
-)
+from shockwave.policies.shockwave.correction import correct_plan, required_rounds
 from shockwave.policies.shockwave.fairness import (
     FinishTimeTargets,
     fairness_boost,
@@ -150,10 +146,10 @@ class Shockwave(RoundPolicy):
     """
 
     planning_rounds: int = 20
-    makespan_weight: float = 2.0
+    makespan_weight: float = 0.5
     critical_window_rounds: float = 1.0
     remaining_exponent: float = 4.0
-    fairness_exponent: float = 0.0
+    fairness_exponent: float = 4.0
     rho_max: float = 1.0
     estimator: str = "markov"
     replan_period: int = 1
@@ -164,7 +160,7 @@ class Shockwave(RoundPolicy):
     backend: str = "market"
     milp_makespan_k: float = 1e-3
     milp_time_limit: float = 15.0
-    max_owed_rounds: float = 2.0
+    max_owed_rounds: float = 0.0
     name = "shockwave"
 
     _models: JobModels | None = field(default=None, init=False, repr=False)
@@ -420,9 +416,7 @@ class Shockwave(RoundPolicy):
                 shares, prediction.valuations, state.gang_size, float(state.gpus), floors, boost
             )
             self.stats.correction_failures += int(not fixed.solved)
-            self.stats.correction_inexact += int(
-                fixed.solved and fixed.status not in ("solved", NO_CORRECTION_NEEDED)
-            )
+            self.stats.correction_inexact += int(fixed.inexact)
             self.stats.corrections += int(fixed.solved and fixed.shares is not shares)
             shares = fixed.shares
         paced = paced_shares(shares, prediction.valuations)

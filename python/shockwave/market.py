@@ -46,6 +46,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shockwave import _core
+from shockwave.id_lookup import has_repeats, positions_of
 
 #: Job identifiers of a market's rows: any unique hashables, or an integer numpy array.
 JobIds = Sequence[Hashable] | NDArray[np.integer]
@@ -314,14 +315,12 @@ def align_bids(
         and current_ids.dtype.kind in "iu"
     ):
         # Integer identifiers (the policy's job ids): sort once and match by binary search.
-        order = np.argsort(previous_ids, kind="stable")
-        ordered = previous_ids[order]
-        for ids, name in ((ordered, "previous_jobs"), (np.sort(current_ids), "current_jobs")):
-            if bool((ids[1:] == ids[:-1]).any()):
+        for ids, name in ((previous_ids, "previous_jobs"), (current_ids, "current_jobs")):
+            if has_repeats(ids):
                 raise ValueError(f"{name}: identifiers must be unique")
-        where = np.minimum(np.searchsorted(ordered, current_ids), max(ordered.size - 1, 0))
-        found = ordered[where] == current_ids if ordered.size else np.zeros(len(current_ids), bool)
-        aligned[found] = old[order[where[found]]]
+        rows = positions_of(previous_ids, current_ids)
+        found = rows >= 0
+        aligned[found] = old[rows[found]]
         return aligned
     row_of = {job: row for row, job in enumerate(previous_jobs)}
     if len(row_of) != len(previous_jobs):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.id_lookup import positions_of
 from shockwave.sim.config import Mechanics
 from shockwave.workload import Job, Workload
 
@@ -207,17 +208,8 @@ class ClusterState:
             ValueError: naming the first id that is not an active job.
         """
         wanted = np.asarray(job_ids, dtype=np.int64).reshape(-1)
-        order = np.argsort(self.job_ids, kind="stable")
-        sorted_ids = self.job_ids[order]
-        if sorted_ids.shape[0] == 0:
-            if wanted.shape[0]:
-                raise ValueError(
-                    f"job id {int(wanted[0])} is not an active job at t={self.time:g} s"
-                )
-            return np.zeros(0, dtype=np.int64)
-        where = np.minimum(np.searchsorted(sorted_ids, wanted), sorted_ids.shape[0] - 1)
-        missing = sorted_ids[where] != wanted
-        if missing.any():
-            bad = int(wanted[np.argmax(missing)])
+        rows = positions_of(self.job_ids, wanted)
+        if (rows < 0).any():
+            bad = int(wanted[np.argmax(rows < 0)])
             raise ValueError(f"job id {bad} is not an active job at t={self.time:g} s")
-        return np.asarray(order[where], dtype=np.int64)
+        return rows

@@ -10,10 +10,11 @@ Every round (or every ``replan_period`` rounds, and whenever jobs arrive or comp
    (:mod:`~shockwave.policies.shockwave.fairness`);
 3. budgets combine a base share, the fairness boost and the makespan budget
    (:mod:`~shockwave.policies.shockwave.budgets`);
-4. the market of the next ``T`` rounds is solved (warm-started from the previous plan) and its
-   shares are rounded into whole-gang rounds; GPUs the plan leaves free go to unplanned jobs,
-   longest expected remaining runtime first (work conservation);
-5. the first round of the plan is dispatched.
+4. the market of the next ``T`` rounds is solved (warm-started from the previous plan); each
+   job's planned rounds are paced evenly over its rounds with work and rounded into whole-gang
+   rounds together with the rounds earlier plans still owe it (at most ``max_owed_rounds``);
+5. the first round of the plan is dispatched; GPUs it leaves free go to the other jobs, longest
+   expected remaining runtime first (work conservation).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy.typing as npt
 
 from shockwave import market
 from shockwave.adaptation import ESTIMATORS, JobModels, Prediction
+from shockwave.id_lookup import positions_of
 from shockwave.policies.protocol import RoundPolicy
 from shockwave.policies.shockwave.budgets import market_budgets
 from shockwave.policies.shockwave.correction import correct_plan, required_rounds
@@ -282,7 +284,7 @@ class Shockwave(RoundPolicy):
         elapsed = min(state.round_index - plan.round_index, plan.schedule.shape[1])
         if elapsed <= 0:
             return
-        rows = _rows_in(state.job_ids, plan.job_ids)
+        rows = positions_of(state.job_ids, plan.job_ids)
         alive = rows >= 0
         balance = (plan.paced[:, :elapsed] - plan.schedule[:, :elapsed]).sum(axis=1)
         positions = state.positions[rows[alive]]
@@ -484,13 +486,13 @@ class Shockwave(RoundPolicy):
         since the plan was made go last, in admission order) and adds every job whose gang fits
         in the GPUs still free.
         """
-        rows = _rows_in(state.job_ids, plan.job_ids)  # state index of each plan row, -1 if gone
+        rows = positions_of(state.job_ids, plan.job_ids)  # state index of each plan row, -1 if gone
         column = plan.schedule[:, state.round_index - plan.round_index]
         chosen = rows[column & (rows >= 0)]
         free = state.gpus - int(state.gang_size[chosen].sum())
         if free <= 0:
             return state.job_ids[chosen]
-        backfill = _rows_in(state.job_ids, plan.backfill_order)
+        backfill = positions_of(state.job_ids, plan.backfill_order)
         backfill = backfill[backfill >= 0]
         unplanned = np.ones(state.num_active, dtype=bool)
         unplanned[backfill] = False
@@ -524,13 +526,3 @@ def paced_shares(shares: FloatArray, valuations: FloatArray) -> FloatArray:
     inside = np.arange(shares.shape[1])[None, :] < horizon[:, None]
     paced: FloatArray = np.where(inside, rate[:, None], 0.0)
     return paced
-
-
-def _rows_in(ids: IntArray, wanted: IntArray) -> IntArray:
-    """Index of each of ``wanted`` in ``ids`` (unique), or -1 where it is not there."""
-    if ids.size == 0 or wanted.size == 0:
-        return np.full(wanted.shape, -1, dtype=np.int64)
-    order = np.argsort(ids, kind="stable")
-    where = np.minimum(np.searchsorted(ids[order], wanted), ids.size - 1)
-    found = ids[order][where] == wanted
-    return np.where(found, order[where], -1).astype(np.int64)

@@ -81,26 +81,34 @@ pub(crate) fn dual_bound(inst: &Instance, p: &[f64], order: &mut Vec<(u64, usize
 /// `phi_b(p)` for one buyer.
 fn buyer_dual(inst: &Instance, b: usize, p: &[f64], order: &mut Vec<(u64, usize)>) -> f64 {
     let (w, n, ceil) = (inst.w[b], inst.n[b], inst.ceil[b]);
+    let row = &inst.a[inst.row(b)];
     let mut u = inst.c[b];
-    order.clear();
-    for (t, &a) in inst.a[inst.row(b)].iter().enumerate() {
-        if a <= 0.0 {
-            continue; // not purchasable
-        }
-        let price = p[t].max(0.0) * n;
-        if price > 0.0 {
-            // Positive ratios order like their bit patterns: sort integers, descending.
-            order.push((u64::MAX - (a / price).to_bits(), t));
-        } else {
+    for (t, &a) in row.iter().enumerate() {
+        let priced = p[t].max(0.0) * n > 0.0;
+        if a > 0.0 && !priced {
             u += a; // a free round: always worth holding
         }
     }
     if u >= ceil {
         return w * ceil.ln();
     }
+    // The walk below stops at the first round whose marginal value `w ratio` is not above the
+    // utility, which only grows from `u` on: rounds at or below that from the start are never
+    // bought, and being last in the order, they need not be sorted.
+    order.clear();
+    for (t, &a) in row.iter().enumerate() {
+        let price = p[t].max(0.0) * n;
+        if a > 0.0 && price > 0.0 {
+            let ratio = a / price;
+            if w * ratio > u {
+                // Positive ratios order like their bit patterns: sort integers, descending.
+                order.push((u64::MAX - ratio.to_bits(), t));
+            }
+        }
+    }
     // Decreasing bang per buck; the round breaks ties so the order is deterministic.
     order.sort_unstable();
-    let a = &inst.a[inst.row(b)];
+    let a = row;
     let mut spend = 0.0;
     for &(key, t) in order.iter() {
         let ratio = f64::from_bits(u64::MAX - key);

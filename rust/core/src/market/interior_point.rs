@@ -29,6 +29,10 @@
 //!    the two step lengths, so no second pass is needed), and `sum n M^{-1} hc`;
 //! 3. *corrector*: the final direction and its step limits.
 //!
+//! When the step taken is expected to bring the complementarity under the certificate's
+//! threshold, the update is applied and certified in a light pass of its own first: the last
+//! iteration then skips assembling a price system it would never use.
+//!
 //! Every per-job loop runs over a dense row of `T` entries (zero valuation = not purchasable,
 //! masked to zero), and row sums use four interleaved lanes: contiguous, vectorisable and in a
 //! fixed order (deterministic).
@@ -168,6 +172,11 @@ struct Rounds {
 struct Scratch {
     g: Vec<f64>,
     out: Vec<f64>,
+    /// A second right-hand side and its solution (the pair solved together in `prepare`).
+    g2: Vec<f64>,
+    out2: Vec<f64>,
+    /// The price system's diagonal, accumulated apart from its (strided) place in the matrix.
+    diag: Vec<f64>,
     q: Vec<f64>,
     c1: Vec<f64>,
     c3: Vec<f64>,
@@ -201,6 +210,8 @@ pub(crate) struct InteriorPoint {
     /// Largest relative supply residual of the current iterate.
     infeasibility: f64,
     pending: Option<Pending>,
+    /// Estimate of the total complementarity after the pending step.
+    predicted_complementarity: f64,
     /// `sum x z + y v` over the entries at the current point (set by [`Self::prepare`]).
     entry_complementarity: f64,
 }
@@ -310,6 +321,9 @@ impl InteriorPoint {
             w: Scratch {
                 g: t(),
                 out: t(),
+                g2: t(),
+                out2: t(),
+                diag: t(),
                 q: t(),
                 c1: t(),
                 c3: t(),
@@ -323,6 +337,7 @@ impl InteriorPoint {
             complementarity_pairs: (2 * live + used_rounds + ceilings) as f64,
             infeasibility: f64::INFINITY,
             pending: None,
+            predicted_complementarity: f64::INFINITY,
             entry_complementarity: 0.0,
         }
     }
@@ -393,7 +408,18 @@ impl InteriorPoint {
                 stalled = 0;
                 short_steps = 0;
             }
-            let mu_now = self.prepare::<W>(inst) / self.complementarity_pairs;
+            // When the step just taken should bring the barrier's estimate under the certificate's
+            // threshold, apply it and certify before assembling the price system: if the
+            // certificate holds, the assembly (most of an iteration's first pass) is not needed.
+            // The same sums in the same order as `prepare`, so the same bits either way.
+            let light = self.pending.is_some() && self.predicted_complementarity <= certify_below;
+            let total = if light {
+                self.apply_pending(inst);
+                self.complementarity::<W>(inst)
+            } else {
+                self.prepare::<W>(inst)
+            };
+            let mu_now = total / self.complementarity_pairs;
             let complementarity = mu_now * self.complementarity_pairs;
             let due = complementarity <= certify_below
                 || (iterations % CERTIFY_EVERY == CERTIFY_EVERY - 1
@@ -412,6 +438,9 @@ impl InteriorPoint {
                 if idle >= IDLE_LIMIT {
                     break;
                 }
+            }
+            if light {
+                self.prepare::<W>(inst);
             }
             iterations += 1;
             let infeasibility = self.primal_infeasibility(inst);
@@ -499,6 +528,33 @@ impl InteriorPoint {
         }
     }
 
+    /// The total complementarity `sum x z + y v + s p + r beta` of the current point, summed as
+    /// [`Self::prepare`] sums it.
+    fn complementarity<const W: usize>(&mut self, inst: &Instance) -> f64 {
+        let rounds = width::<W>(inst);
+        let (e, b, t) = (&self.e, &self.b, &self.t);
+        let comp = &mut self.w.c1[..rounds];
+        let (mut total, mut entry_total) = (0.0, 0.0);
+        for k in 0..inst.buyers() {
+            let (x, y) = (row(&e.x, k, rounds), row(&e.y, k, rounds));
+            let (z, v) = (row(&e.z, k, rounds), row(&e.v, k, rounds));
+            if inst.ceil[k].is_finite() {
+                total += b.r[k] * b.beta[k];
+            }
+            for j in 0..rounds {
+                comp[j] = x[j] * z[j] + y[j] * v[j];
+            }
+            entry_total += lane_sum(comp);
+        }
+        total += entry_total;
+        for tt in 0..rounds {
+            if inst.round_used[tt] {
+                total += t.s[tt] * t.p[tt];
+            }
+        }
+        total
+    }
+
     /// Largest supply residual relative to the round's supply (after [`Self::prepare`]).
     fn primal_infeasibility(&self, inst: &Instance) -> f64 {
         (0..inst.rounds)
@@ -567,6 +623,9 @@ impl InteriorPoint {
         let (p, rp) = (&t.p[..rounds], &mut t.rp[..rounds]);
         let (r0, rtau) = (&mut t.r0[..rounds], &mut t.rtau[..rounds]);
         let (g, out) = (&mut w.g[..rounds], &mut w.out[..rounds]);
+        let (g2, out2) = (&mut w.g2[..rounds], &mut w.out2[..rounds]);
+        let diag = &mut w.diag[..rounds];
+        diag.fill(0.0);
         let (q, comp) = (&mut w.q[..rounds], &mut w.c1[..rounds]);
         let (schur_rows, schur_scales) = (&mut w.schur_rows, &mut w.schur_scales);
         let mut entry_total = 0.0;
@@ -641,7 +700,13 @@ impl InteriorPoint {
             let slot = k % SCHUR_BLOCK;
             let d = &mut schur_rows[slot * rounds..(slot + 1) * rounds];
             for tt in 0..rounds {
-                schur[tt * rounds + tt] += n2 * inverse.loo_over_sigma_kappa(tt);
+                // L = kappa - q off the dominant entry.
+                let loo = if tt == dominant {
+                    b.dominant_loo[k]
+                } else {
+                    kappa - q[tt]
+                };
+                diag[tt] += n2 * (loo * isig[tt] * inverse.inv_kappa);
                 d[tt] = a[tt] * isig[tt];
             }
             schur_scales[slot] = scale;
@@ -649,27 +714,25 @@ impl InteriorPoint {
                 schur_scales[slot + 1..].fill(0.0);
                 subtract_outer_products::<W>(schur, rounds, schur_rows, schur_scales);
             }
-            // sum n M^{-1} h0, h0 = coef a - n p.
+            // sum n M^{-1} h0, h0 = coef a - n p, and sum n M^{-1} h_tau,
+            // h_tau = 1/x - 1/y (- a / r).
             let coef = b.coef[k];
-            for j in 0..rounds {
-                g[j] = coef * a[j] - n * p[j];
-            }
-            inverse.apply(g, out);
-            for j in 0..rounds {
-                r0[j] += n * out[j];
-            }
-            // sum n M^{-1} h_tau, h_tau = 1/x - 1/y (- a / r).
             let lift = if ceiling { -1.0 / b.r[k] } else { 0.0 };
             for j in 0..rounds {
-                g[j] = ix[j] - iy[j] + lift * a[j];
+                g[j] = coef * a[j] - n * p[j];
+                g2[j] = ix[j] - iy[j] + lift * a[j];
             }
-            inverse.apply(g, out);
+            inverse.apply_pair((g, g2), (out, out2));
             for j in 0..rounds {
-                rtau[j] += n * out[j];
+                r0[j] += n * out[j];
+                rtau[j] += n * out2[j];
             }
         }
         self.entry_complementarity = entry_total;
         total += entry_total;
+        for tt in 0..rounds {
+            schur[tt * rounds + tt] = w.diag[tt];
+        }
         for tt in 0..rounds {
             t.rp[tt] += t.s[tt] - inst.supply[tt];
             let diag = &mut schur[tt * rounds + tt];
@@ -959,6 +1022,10 @@ impl InteriorPoint {
             dual: ad,
             target,
         });
+        // First order in the step: the complementarity moves from its value towards the target.
+        let along = ap.min(ad);
+        self.predicted_complementarity =
+            (1.0 - along) * complementarity + along * target * self.complementarity_pairs;
         Some(ap)
     }
 }
@@ -1004,17 +1071,6 @@ impl<'a> RowInverse<'a> {
         }
     }
 
-    /// `L_e / (sigma_e kappa)`.
-    #[inline(always)]
-    fn loo_over_sigma_kappa(&self, e: usize) -> f64 {
-        let loo = if e == self.dominant {
-            self.dominant_loo
-        } else {
-            self.kappa - self.a[e] * self.a[e] * self.isig[e]
-        };
-        loo * self.isig[e] * self.inv_kappa
-    }
-
     /// `out = M^{-1} g`, with `R_e` taken as the total minus the own term except for the
     /// dominant entry, whose `R` is summed directly. Returns `sum_e a_e g_e / sigma_e`.
     #[inline(always)]
@@ -1025,25 +1081,63 @@ impl<'a> RowInverse<'a> {
             out[j] = a[j] * g[j] * isig[j];
         }
         let total = lane_sum(out);
-        let jd = self.dominant;
-        let others_of_dominant = if jd < len {
-            let own = std::mem::replace(&mut out[jd], 0.0);
-            let others = lane_sum(out);
-            out[jd] = own;
-            others
-        } else {
-            0.0
-        };
+        let others_of_dominant = self.others_of_dominant(out);
         let (kappa, inv_kappa) = (self.kappa, self.inv_kappa);
         for j in 0..len {
             let loo = kappa - a[j] * a[j] * isig[j];
             out[j] = (g[j] * loo - a[j] * (total - out[j])) * isig[j] * inv_kappa;
         }
-        if jd < len {
-            out[jd] =
-                (g[jd] * self.dominant_loo - a[jd] * others_of_dominant) * isig[jd] * inv_kappa;
-        }
+        self.fix_dominant(g, out, others_of_dominant);
         total
+    }
+
+    /// [`Self::apply`] to two right-hand sides in one sweep (the same arithmetic, so the same
+    /// bits, as two calls).
+    #[inline(always)]
+    fn apply_pair(&self, (g, h): (&[f64], &[f64]), (out, out2): (&mut [f64], &mut [f64])) {
+        let len = out.len();
+        let (a, g, h, isig) = (&self.a[..len], &g[..len], &h[..len], &self.isig[..len]);
+        let out2 = &mut out2[..len];
+        for j in 0..len {
+            out[j] = a[j] * g[j] * isig[j];
+            out2[j] = a[j] * h[j] * isig[j];
+        }
+        let (total, total2) = (lane_sum(out), lane_sum(out2));
+        let others = self.others_of_dominant(out);
+        let others2 = self.others_of_dominant(out2);
+        let (kappa, inv_kappa) = (self.kappa, self.inv_kappa);
+        for j in 0..len {
+            let loo = kappa - a[j] * a[j] * isig[j];
+            out[j] = (g[j] * loo - a[j] * (total - out[j])) * isig[j] * inv_kappa;
+            out2[j] = (h[j] * loo - a[j] * (total2 - out2[j])) * isig[j] * inv_kappa;
+        }
+        self.fix_dominant(g, out, others);
+        self.fix_dominant(h, out2, others2);
+    }
+
+    /// `R` of the dominant entry, summed directly from the terms `a g / sigma` in `terms` (0
+    /// without a dominant entry).
+    #[inline(always)]
+    fn others_of_dominant(&self, terms: &mut [f64]) -> f64 {
+        let jd = self.dominant;
+        if jd < terms.len() {
+            let own = std::mem::replace(&mut terms[jd], 0.0);
+            let others = lane_sum(terms);
+            terms[jd] = own;
+            others
+        } else {
+            0.0
+        }
+    }
+
+    /// The dominant entry's output from its directly summed `L` and `R`.
+    #[inline(always)]
+    fn fix_dominant(&self, g: &[f64], out: &mut [f64], others_of_dominant: f64) {
+        let jd = self.dominant;
+        if jd < out.len() {
+            let (a, isig) = (self.a[jd], self.isig[jd]);
+            out[jd] = (g[jd] * self.dominant_loo - a * others_of_dominant) * isig * self.inv_kappa;
+        }
     }
 }
 
@@ -1219,8 +1313,11 @@ fn central_response<const W: usize>(
     };
     let width = hi - lo;
     let mut u = guess.clamp(lo + 1e-3 * width, hi - 1e-3 * width);
+    // Whether the row holds the shares of the current `u` (then no final evaluation is needed).
+    let mut written = false;
     for _ in 0..200 {
         let (h, dh) = evaluate(u);
+        written = true;
         if h == 0.0 {
             break;
         }
@@ -1238,11 +1335,14 @@ fn central_response<const W: usize>(
         } else {
             0.5 * (lo + hi)
         };
+        written = false;
         if hi - lo <= 1e-14 * hi {
             break;
         }
     }
-    evaluate(u);
+    if !written {
+        evaluate(u);
+    }
     u
 }
 

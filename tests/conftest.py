@@ -1,13 +1,21 @@
-"""Shared fixtures: paths of the bundled reference data."""
+"""Shared fixtures (paths of the bundled reference data) and the hypothesis profiles.
+
+Property tests draw the same examples on every run by default (profile ``deterministic``), so
+that a run of the suite, in CI or on a laptop, is reproducible. To search for new
+counterexamples, run with ``HYPOTHESIS_PROFILE=explore``: random examples, and 1,000 of them in
+the tests that do not set their own count.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from shockwave.traces import load_workload
 from shockwave.workload import Workload
@@ -17,6 +25,10 @@ TRACES = REPO / "traces"
 DATA = Path(__file__).resolve().parent / "data"
 CANONICAL_TRACE = TRACES / "canonical_120jobs.trace"
 TACC = TRACES / "tacc_throughputs.json"
+
+settings.register_profile("deterministic", derandomize=True)
+settings.register_profile("explore", derandomize=False, max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 @pytest.fixture(scope="session")

@@ -2,118 +2,13 @@
 //!
 //! A plain harness (no dependencies): each case is solved cold and warm (from the previous
 //! round's bids, shifted one round, on the next round's market), repeated, and the median wall
-//! time printed with the iteration counts and the certified gap. Instances follow the recipe of
-//! `benches/market_instances.py`: nearly interchangeable rounds (the hard case for proportional
-//! response), progress in [0, 0.9), ceilings at 1, budgets 3^k for k in 0..6, gangs
-//! {1, 2, 4, 8}, a third of the requested GPUs available per round.
+//! time printed with the iteration counts and the certified gap. Instances:
+//! `shockwave_core::market::synthetic::SyntheticMarket::random` (the unit tests' recipe).
 
 use std::time::Instant;
 
-use shockwave_core::market::{
-    shift_bids, solve, MarketProblem, MarketSolution, Method, SolverSettings,
-};
-
-struct Rng(u64);
-
-impl Rng {
-    fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-struct Market {
-    jobs: usize,
-    rounds: usize,
-    valuations: Vec<f64>,
-    gang_sizes: Vec<u32>,
-    supply: Vec<f64>,
-    budgets: Vec<f64>,
-    progress: Vec<f64>,
-    ceilings: Vec<f64>,
-}
-
-impl Market {
-    fn random(jobs: usize, rounds: usize, seed: u64) -> Self {
-        let mut rng = Rng(seed);
-        let mut m = Market {
-            jobs,
-            rounds,
-            valuations: Vec::with_capacity(jobs * rounds),
-            gang_sizes: Vec::with_capacity(jobs),
-            supply: Vec::new(),
-            budgets: Vec::with_capacity(jobs),
-            progress: Vec::with_capacity(jobs),
-            ceilings: vec![1.0; jobs],
-        };
-        for _ in 0..jobs {
-            let g = rng.uniform();
-            let gang = if g < 0.6 {
-                1
-            } else if g < 0.8 {
-                2
-            } else if g < 0.92 {
-                4
-            } else {
-                8
-            };
-            let progress = 0.9 * rng.uniform();
-            let rounds_left = (30f64.ln() + 1.0 * (2.0 * rng.uniform() - 1.0) * 1.5).exp();
-            let growth = 0.5 * rng.uniform();
-            for t in 0..rounds {
-                let shape = 1.0 + growth * t as f64 / rounds as f64;
-                let noise = 0.95 + 0.1 * rng.uniform();
-                m.valuations
-                    .push((1.0 - progress) / rounds_left * shape * noise);
-            }
-            m.gang_sizes.push(gang);
-            m.progress.push(progress);
-            m.budgets.push(3f64.powi((6.0 * rng.uniform()) as i32));
-        }
-        let gpus: u32 = m.gang_sizes.iter().sum();
-        m.supply = vec![f64::from(gpus / 3).max(8.0); rounds];
-        m
-    }
-
-    /// The market one round later, after serving `plan`'s first round.
-    fn next_round(&self, plan: &MarketSolution) -> Market {
-        let t = self.rounds;
-        let mut next = Market {
-            jobs: self.jobs,
-            rounds: t,
-            valuations: self.valuations.clone(),
-            gang_sizes: self.gang_sizes.clone(),
-            supply: self.supply.clone(),
-            budgets: self.budgets.clone(),
-            progress: self.progress.clone(),
-            ceilings: self.ceilings.clone(),
-        };
-        for i in 0..self.jobs {
-            let row = &mut next.valuations[i * t..(i + 1) * t];
-            row.rotate_left(1);
-            row[t - 1] = row[t - 2];
-            let gained = self.valuations[i * t] * plan.shares[i * t];
-            next.progress[i] = (self.progress[i] + gained).min(0.99);
-        }
-        next
-    }
-
-    fn problem(&self) -> MarketProblem<'_> {
-        MarketProblem {
-            jobs: self.jobs,
-            rounds: self.rounds,
-            valuations: &self.valuations,
-            gang_sizes: &self.gang_sizes,
-            supply: &self.supply,
-            budgets: &self.budgets,
-            progress: &self.progress,
-            ceilings: &self.ceilings,
-        }
-    }
-}
+use shockwave_core::market::synthetic::SyntheticMarket as Market;
+use shockwave_core::market::{shift_bids, solve, MarketSolution, Method, SolverSettings};
 
 fn timed(
     m: &Market,

@@ -53,6 +53,7 @@ mod instance;
 mod interior_point;
 mod proportional_response;
 mod rounding;
+pub mod synthetic;
 
 use std::fmt;
 

@@ -95,4 +95,44 @@ fn main() {
             }
         }
     }
+    simd_pairs(filter.as_deref());
+}
+
+/// The interior point cold to 1e-6 with and without AVX2, in alternating pairs (the two
+/// settings see the same machine load): medians of each and of the per-pair ratio, and whether
+/// the two solutions are the same bits.
+fn simd_pairs(filter: Option<&str>) {
+    println!();
+    println!("simd pairs (ipm, cold, 1e-6): N      T   pairs  off_ms  on_ms  ratio  same_bits");
+    for &(jobs, rounds) in &[(100, 20), (1000, 20), (10_000, 20), (1000, 60)] {
+        let label = format!("{jobs}x{rounds}");
+        if filter.is_some_and(|f| !label.contains(f)) {
+            continue;
+        }
+        let m = Market::random(jobs, rounds, 1);
+        let on = SolverSettings::default();
+        let off = SolverSettings { simd: false, ..on };
+        let (pairs, repeats) = if jobs >= 10_000 { (5, 1) } else { (15, 3) };
+        let (mut t_off, mut t_on, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut a, mut b) = (None, None);
+        for _ in 0..pairs {
+            let (x, sx) = timed(&m, &off, None, repeats);
+            let (y, sy) = timed(&m, &on, None, repeats);
+            t_off.push(x);
+            t_on.push(y);
+            ratios.push(y / x);
+            (a, b) = (Some(sx), Some(sy));
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        println!(
+            "                             {jobs:<6} {rounds:<3} {pairs:<5}  {:>6.2}  {:>5.2}  {:.3}  {}",
+            median(&mut t_off) * 1e3,
+            median(&mut t_on) * 1e3,
+            median(&mut ratios),
+            a == b
+        );
+    }
 }

@@ -137,6 +137,7 @@ fn solve_market<'py>(
         max_iter,
         method,
         warmup_iterations,
+        simd: true,
     };
     let solution = py
         .detach(|| market.solve(&settings, warm.as_deref()))

@@ -342,10 +342,51 @@ impl InteriorPoint {
         }
     }
 
-    /// Run from the central point of the start's prices (see [`Self::run_width`]); the row
-    /// loops are compiled for a fixed window of [`FIXED_WIDTH`] rounds (unrolled whole) when the
-    /// market has that many.
+    /// Run from the central point of the start's prices (see [`Self::run_width`]). With
+    /// `simd`, on an x86-64 CPU that has AVX2 (detected at run time), the same code is compiled
+    /// with AVX2 enabled: wider vectors, the same operations in the same order and no fused
+    /// multiply-add, so the same bits as without.
     pub fn run(
+        &mut self,
+        inst: &Instance,
+        start: &Start<'_>,
+        tol: f64,
+        max_iter: usize,
+        best: &mut Incumbent,
+        simd: bool,
+    ) -> Run {
+        #[cfg(target_arch = "x86_64")]
+        if simd && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            #[allow(unsafe_code)]
+            return unsafe { self.run_avx2(inst, start, tol, max_iter, best) };
+        }
+        let _ = simd;
+        self.run_fixed(inst, start, tol, max_iter, best)
+    }
+
+    /// [`Self::run_fixed`] compiled with AVX2 (everything it calls in this module is inlined).
+    ///
+    /// # Safety
+    /// Only on a CPU that supports AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    #[target_feature(enable = "avx2")]
+    unsafe fn run_avx2(
+        &mut self,
+        inst: &Instance,
+        start: &Start<'_>,
+        tol: f64,
+        max_iter: usize,
+        best: &mut Incumbent,
+    ) -> Run {
+        self.run_fixed(inst, start, tol, max_iter, best)
+    }
+
+    /// The row loops are compiled for a fixed window of [`FIXED_WIDTH`] rounds (unrolled whole)
+    /// when the market has that many.
+    #[inline(always)]
+    fn run_fixed(
         &mut self,
         inst: &Instance,
         start: &Start<'_>,
@@ -363,6 +404,7 @@ impl InteriorPoint {
     /// Run from the central point of the start's prices (floored to be positive) whose barrier
     /// matches the start's duality gap, for at most `max_iter` iterations or until `best`
     /// certifies a relative gap `<= tol`.
+    #[inline(always)]
     fn run_width<const W: usize>(
         &mut self,
         inst: &Instance,
@@ -477,6 +519,7 @@ impl InteriorPoint {
 
     /// Each buyer's barrier best response to the current prices, and multipliers that make the
     /// point exactly central: `x z = y v = r beta = s p = mu`.
+    #[inline(always)]
     fn central_point<const W: usize>(&mut self, inst: &Instance, mu: f64, utilities: &[f64]) {
         let rounds = width::<W>(inst);
         let (e, b, t, w) = (&mut self.e, &mut self.b, &mut self.t, &mut self.w);
@@ -530,6 +573,7 @@ impl InteriorPoint {
 
     /// The total complementarity `sum x z + y v + s p + r beta` of the current point, summed as
     /// [`Self::prepare`] sums it.
+    #[inline(always)]
     fn complementarity<const W: usize>(&mut self, inst: &Instance) -> f64 {
         let rounds = width::<W>(inst);
         let (e, b, t) = (&self.e, &self.b, &self.t);
@@ -556,6 +600,7 @@ impl InteriorPoint {
     }
 
     /// Largest supply residual relative to the round's supply (after [`Self::prepare`]).
+    #[inline(always)]
     fn primal_infeasibility(&self, inst: &Instance) -> f64 {
         (0..inst.rounds)
             .filter(|&t| inst.round_used[t])
@@ -565,6 +610,7 @@ impl InteriorPoint {
 
     /// Apply the pending step to the per-round and per-buyer variables (the entries are updated
     /// by the caller).
+    #[inline(always)]
     fn apply_pending_scalars(&mut self, inst: &Instance, step: Pending) {
         let (b, t) = (&mut self.b, &mut self.t);
         for tt in 0..inst.rounds {
@@ -582,6 +628,7 @@ impl InteriorPoint {
     }
 
     /// Apply the pending step, if any, in a pass of its own.
+    #[inline(always)]
     fn apply_pending(&mut self, inst: &Instance) {
         if let Some(step) = self.pending.take() {
             self.apply_pending_scalars(inst, step);
@@ -607,6 +654,7 @@ impl InteriorPoint {
     /// (the `1/r` terms only with a ceiling; `cr`, `dx dz`, `dx dv` are the predictor's
     /// second-order terms, zero in the predictor itself). Returns the total complementarity
     /// `sum x z + y v + s p + r beta`.
+    #[inline(always)]
     fn prepare<const W: usize>(&mut self, inst: &Instance) -> f64 {
         let rounds = width::<W>(inst);
         let pending = self.pending.take();
@@ -752,6 +800,7 @@ impl InteriorPoint {
     /// Back-substitute the price step in `t.dp`: `dx = M^{-1} (h - n dp)` per buyer, the supply
     /// residual's `sum n dx` in `t.flow`, the step limits, and (predictor) the second-order terms
     /// and their price right-hand side `t.rcorr`, or (corrector) the stored direction.
+    #[inline(always)]
     fn back_substitute<const W: usize>(&mut self, inst: &Instance, pass: Pass) -> PassResult {
         let rounds = width::<W>(inst);
         let (e, b, t, w) = (&mut self.e, &mut self.b, &mut self.t, &mut self.w);
@@ -925,6 +974,7 @@ impl InteriorPoint {
     /// Solve for the price step of the right-hand side in `t.rhs` (round part `t.base`),
     /// back-substitute, and refine the price step against the exactly computed supply residual
     /// of `(dx, dp)`. `None` if the direction is not finite or cannot be made accurate.
+    #[inline(always)]
     fn direction<const W: usize>(&mut self, inst: &Instance, pass: Pass) -> Option<PassResult> {
         let rounds = width::<W>(inst);
         self.t.dp.copy_from_slice(&self.t.rhs);
@@ -977,6 +1027,7 @@ impl InteriorPoint {
 
     /// One predictor-corrector step, left pending (applied by the next [`Self::prepare`]);
     /// returns the primal step length, or `None` if a direction could not be computed.
+    #[inline(always)]
     fn step<const W: usize>(&mut self, inst: &Instance, mu: f64, tol: f64) -> Option<f64> {
         let rounds = width::<W>(inst);
         let t = &mut self.t;
@@ -1143,6 +1194,7 @@ impl<'a> RowInverse<'a> {
 
 /// `S -= sum_l scales_l d_l d_l^T` on the upper triangle of the `rounds x rounds` matrix `S`, for
 /// the [`SCHUR_BLOCK`] rows `d_l` of `rows` (one read and write of `S` per block of rows).
+#[inline(always)]
 fn subtract_outer_products<const W: usize>(
     schur: &mut [f64],
     rounds: usize,
@@ -1173,6 +1225,7 @@ fn subtract_outer_products<const W: usize>(
 
 /// The entry whose `q = a^2 / sigma` exceeds half of `kappa`, if any (at most one can): only for
 /// it does `kappa - q` cancel catastrophically. [`NONE`] if there is none.
+#[inline(always)]
 fn dominant_entry(q: &[f64], kappa: f64) -> usize {
     let mut best = NONE;
     let mut largest = 0.5 * kappa;
@@ -1261,6 +1314,7 @@ fn lane_dot(a: &[f64], b: &[f64]) -> f64 {
 /// `h(u) = c + a.x(u) - u`, found by safeguarded Newton from `guess`. Writes `x` and `y = 1 - x`
 /// on the row (`x = 0`, `y = 1` where not purchasable) and returns `u`. `gain` and `slope` are
 /// scratch rows.
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn central_response<const W: usize>(
     inst: &Instance,
@@ -1279,44 +1333,27 @@ fn central_response<const W: usize>(
     let (w, n, c, ceil) = (inst.w[b], inst.n[b], inst.c[b], inst.ceil[b]);
     let reach: f64 = c + a.iter().sum::<f64>();
     let (mut lo, mut hi) = (c, reach.min(ceil));
-    let (two_mu, four_mu2) = (2.0 * mu, 4.0 * mu * mu);
     // x(k) = 2 mu / (2 mu - k + R), y = 2 mu / (2 mu + k + R), R = sqrt(k^2 + 4 mu^2), the
     // roots of k + mu/x - mu/y = 0 with x + y = 1; dx/dk = 2 mu / ((2 mu + R)^2 + k^2). Each
     // formula cancels on one side (x for k > 0, where R - k ~ 2 mu^2 / k is lost against k when
     // mu is small, seen putting x + y 1e-8 away from 1), so only the smaller of the two is taken
     // from its formula and the other is 1 minus it: the Newton steps keep x + y fixed, so an
     // error there would never be corrected.
-    let mut evaluate = |u: f64| {
-        let (g, dg) = if ceil.is_finite() {
-            let room = ceil - u;
-            (w / u - mu / room, -w / (u * u) - mu / (room * room))
-        } else {
-            (w / u, -w / (u * u))
-        };
-        for j in 0..rounds {
-            let m = live(a[j]);
-            let k = g * a[j] - n * p[j];
-            let root = (k * k + four_mu2).sqrt();
-            let low = two_mu / ((two_mu + k.abs()) + root);
-            let (xe, ye) = if k > 0.0 {
-                (1.0 - low, low)
-            } else {
-                (low, 1.0 - low)
-            };
-            x[j] = m * xe;
-            y[j] = m * ye + (1.0 - m);
-            gain[j] = a[j] * xe;
-            let spread = two_mu + root;
-            slope[j] = a[j] * a[j] * (two_mu / (spread * spread + k * k));
-        }
-        (c + lane_sum(gain) - u, lane_sum(slope) * dg - 1.0)
+    let response = Response {
+        a,
+        p,
+        w,
+        n,
+        c,
+        ceil,
+        mu,
     };
     let width = hi - lo;
     let mut u = guess.clamp(lo + 1e-3 * width, hi - 1e-3 * width);
     // Whether the row holds the shares of the current `u` (then no final evaluation is needed).
     let mut written = false;
     for _ in 0..200 {
-        let (h, dh) = evaluate(u);
+        let (h, dh) = response.evaluate(u, (x, y), (gain, slope));
         written = true;
         if h == 0.0 {
             break;
@@ -1341,14 +1378,65 @@ fn central_response<const W: usize>(
         }
     }
     if !written {
-        evaluate(u);
+        response.evaluate(u, (x, y), (gain, slope));
     }
     u
+}
+
+/// One buyer's row in [`central_response`]: its data and the barrier.
+struct Response<'a> {
+    a: &'a [f64],
+    p: &'a [f64],
+    w: f64,
+    n: f64,
+    c: f64,
+    ceil: f64,
+    mu: f64,
+}
+
+impl Response<'_> {
+    /// The shares of utility `u` on the row (`x`, `y`), and `h(u) = c + a.x(u) - u` with its
+    /// derivative. `gain` and `slope` are scratch rows. A method rather than a closure so that it
+    /// is inlined, and compiled with the caller's target features.
+    #[inline(always)]
+    fn evaluate(
+        &self,
+        u: f64,
+        (x, y): (&mut [f64], &mut [f64]),
+        (gain, slope): (&mut [f64], &mut [f64]),
+    ) -> (f64, f64) {
+        let (a, p, w, n, mu, ceil) = (self.a, self.p, self.w, self.n, self.mu, self.ceil);
+        let (two_mu, four_mu2) = (2.0 * mu, 4.0 * mu * mu);
+        let (g, dg) = if ceil.is_finite() {
+            let room = ceil - u;
+            (w / u - mu / room, -w / (u * u) - mu / (room * room))
+        } else {
+            (w / u, -w / (u * u))
+        };
+        for j in 0..x.len() {
+            let m = live(a[j]);
+            let k = g * a[j] - n * p[j];
+            let root = (k * k + four_mu2).sqrt();
+            let low = two_mu / ((two_mu + k.abs()) + root);
+            let (xe, ye) = if k > 0.0 {
+                (1.0 - low, low)
+            } else {
+                (low, 1.0 - low)
+            };
+            x[j] = m * xe;
+            y[j] = m * ye + (1.0 - m);
+            gain[j] = a[j] * xe;
+            let spread = two_mu + root;
+            slope[j] = a[j] * a[j] * (two_mu / (spread * spread + k * k));
+        }
+        (self.c + lane_sum(gain) - u, lane_sum(slope) * dg - 1.0)
+    }
 }
 
 /// In-place Cholesky factorisation (lower triangle) of the `n x n` matrix `a`; when a pivot is
 /// not positive the diagonal is lifted by a small multiple of its largest entry and the
 /// factorisation retried (`original` is scratch of the same size). False if it still fails.
+#[inline(always)]
 fn cholesky(a: &mut [f64], original: &mut [f64], n: usize) -> bool {
     let scale = (0..n).map(|i| a[i * n + i].abs()).fold(0.0, f64::max);
     if !scale.is_finite() {
@@ -1375,6 +1463,7 @@ fn cholesky(a: &mut [f64], original: &mut [f64], n: usize) -> bool {
     false
 }
 
+#[inline(always)]
 fn cholesky_in_place(a: &mut [f64], n: usize) -> bool {
     for j in 0..n {
         let mut d = a[j * n + j];
@@ -1398,6 +1487,7 @@ fn cholesky_in_place(a: &mut [f64], n: usize) -> bool {
 }
 
 /// Solve `L L^T x = b` in place with the factor from [`cholesky`].
+#[inline(always)]
 fn cholesky_solve(l: &[f64], n: usize, b: &mut [f64]) {
     for i in 0..n {
         let mut s = b[i];

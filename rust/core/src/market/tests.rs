@@ -192,6 +192,49 @@ fn results_are_bitwise_deterministic() {
 }
 
 #[test]
+fn avx2_passes_give_the_same_bits() {
+    // Markets of the fixed-width (T = 20) and general paths, with and without ceilings, cold and
+    // warm; on a CPU without AVX2 both runs take the generic path (and trivially agree).
+    for (jobs, rounds, seed) in [(300, 20, 1), (200, 7, 2), (150, 33, 3), (400, 20, 4)] {
+        let mut m = Market::random(jobs, rounds, seed);
+        if seed == 3 {
+            m.ceilings.fill(f64::INFINITY);
+        }
+        for tol in [1e-4, 1e-8] {
+            let on = SolverSettings {
+                tol,
+                ..SolverSettings::default()
+            };
+            let off = SolverSettings { simd: false, ..on };
+            let solve_with = |s: &SolverSettings, m: &Market, warm: Option<&[f64]>| match solve(
+                &m.problem(),
+                s,
+                warm,
+            ) {
+                Ok(s) => s,
+                Err(e) => panic!("{e}"),
+            };
+            let cold = solve_with(&on, &m, None);
+            assert_eq!(
+                cold,
+                solve_with(&off, &m, None),
+                "{jobs}x{rounds} tol {tol}"
+            );
+            let next = m.next_round(&cold);
+            let bids = match shift_bids(&cold.bids, jobs, rounds, 1) {
+                Ok(b) => b,
+                Err(e) => panic!("{e}"),
+            };
+            assert_eq!(
+                solve_with(&on, &next, Some(&bids)),
+                solve_with(&off, &next, Some(&bids)),
+                "{jobs}x{rounds} tol {tol} warm"
+            );
+        }
+    }
+}
+
+#[test]
 fn scaling_every_budget_scales_prices_only() {
     let m = Market::random(50, 6, 11);
     let base = solve_default(&m);

@@ -47,6 +47,10 @@ IntArray = npt.NDArray[np.int64]
 #: Largest progress fraction handed to the market (it needs ``c_i < 1``; a job whose counters
 #: say it is done but that is still active, such as the original's stuck jobs, is held just below).
 _MAX_PROGRESS = 1.0 - 1e-9
+#: Share of each warm-start row spread over the window (``market.warm_start_bids``); measured on
+#: this policy's consecutive markets, where budgets move and jobs come and go every round
+#: (``benches/README.md``, "Warm starts on the policy's markets").
+WARM_START_SMOOTHING = 0.1
 
 
 @dataclass
@@ -399,7 +403,7 @@ class Shockwave(RoundPolicy):
                 warm_start=warm,
             )
 
-        warm = self._warm_start(state)
+        warm = self._warm_start(state, budgets)
         solution = solve(warm)
         if not solution.converged and warm is not None:
             # a warm start that does not reach the tolerance is retried cold
@@ -461,7 +465,7 @@ class Shockwave(RoundPolicy):
         self.stats.milp_paths[plan.path] = self.stats.milp_paths.get(plan.path, 0) + 1
         return plan.schedule
 
-    def _warm_start(self, state: ClusterState) -> FloatArray | None:
+    def _warm_start(self, state: ClusterState, budgets: FloatArray) -> FloatArray | None:
         plan = self._plan
         if plan is None or plan.solution is None:
             return None
@@ -470,6 +474,9 @@ class Shockwave(RoundPolicy):
             previous_jobs=plan.job_ids,
             current_jobs=state.job_ids,
             elapsed_rounds=state.round_index - plan.round_index,
+            previous_budgets=plan.budgets,
+            budgets=budgets,
+            smoothing=WARM_START_SMOOTHING,
         )
 
     def _record_solve(self, solution: market.MarketSolution) -> None:

@@ -5,8 +5,9 @@
   [0, 0.9), valuations growing slowly over the window (batch sizes grow), ceilings at 1, budgets
   3^k for k in 0..5, gangs of 1, 2, 4 or 8 GPUs, a third of the requested GPUs available.
 * :func:`next_round_market`: the same market one round later, after the plan's first round ran.
-* :func:`policy_markets`: every market the Shockwave policy solves while it schedules the
-  canonical 120-job trace (32 GPUs), with the job identifiers, for warm-start measurements.
+* :func:`policy_markets`: every market the Shockwave policy solves while it schedules a trace
+  (default: the canonical 120-job trace on 32 GPUs), with the job identifiers, for warm-start
+  measurements.
 * :func:`oracle_solve`: an independent solve of the same program, written in cvxpy and solved by
   Clarabel (an interior-point conic solver; open source, test-only dependency).
 """

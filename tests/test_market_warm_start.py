@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -10,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shockwave import market
-from tests.market_reference import next_round_market, random_market
+from tests.market_reference import next_round_market, policy_markets, random_market
 
 
 def test_shift_bids_drops_the_past_and_repeats_the_last_round() -> None:
@@ -194,3 +195,13 @@ def test_smoothing_spreads_a_share_of_each_row_over_the_window() -> None:
 def test_warm_start_bids_rejects_bad_budgets(arguments: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         market.warm_start_bids(np.ones((2, 3)), **arguments)  # type: ignore[arg-type]
+
+
+def test_the_policys_markets_are_recorded_in_order_with_their_jobs() -> None:
+    markets = policy_markets()
+    assert len(markets) > 100
+    assert markets[0].elapsed_rounds == 0
+    for before, step in itertools.pairwise(markets):
+        assert step.elapsed_rounds >= 1
+        assert len(step.job_ids) == step.market.jobs == len(set(step.job_ids.tolist()))
+        assert set(step.job_ids.tolist()) & set(before.job_ids.tolist())

@@ -126,7 +126,7 @@ class Shockwave(RoundPolicy):
         remaining_exponent: exponent of the remaining-work tilt of the budgets (jobs close to
             their end bring more budget); 0 disables it.
         fairness_exponent: ``lambda``: a job projected above ``rho_max`` has its budget
-            multiplied by ``rho^ ** lambda``.
+            multiplied by ``rho^ ** lambda``; 0 disables the boost.
         rho_max: projected finish-time ratio above which a job's budget is raised.
         estimator: the adaptation model's estimator, ``"markov"``, ``"dirichlet"`` or
             ``"oracle"``.
@@ -154,8 +154,8 @@ class Shockwave(RoundPolicy):
     planning_rounds: int = 20
     makespan_weight: float = 0.5
     critical_window_rounds: float = 1.0
-    remaining_exponent: float = 4.0
-    fairness_exponent: float = 4.0
+    remaining_exponent: float = 2.0
+    fairness_exponent: float = 0.0
     rho_max: float = 1.0
     estimator: str = "markov"
     replan_period: int = 1
@@ -166,7 +166,7 @@ class Shockwave(RoundPolicy):
     backend: str = "market"
     milp_makespan_k: float = 1e-3
     milp_time_limit: float = 15.0
-    max_owed_rounds: float = 0.0
+    max_owed_rounds: float = 2.0
     name = "shockwave"
 
     _models: JobModels | None = field(default=None, init=False, repr=False)

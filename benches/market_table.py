@@ -11,7 +11,13 @@ For each size (N jobs, T rounds) of ``tests/market_reference.random_market``:
   bids (``warm_start_bids``); "cold" solves that same next-round market from scratch, so the
   two columns compare like with like;
 * Clarabel through cvxpy on the same (first) market, asked for a relative gap of 1e-6: its own
-  solve time and the total through cvxpy, each divided by our cold time to 1e-6 (the ratios).
+  solve time and the total through cvxpy, each divided by our cold time to 1e-6 (the ratios);
+* the markets the Shockwave policy itself solves on the canonical trace
+  (``tests.market_reference.policy_markets``), each solved cold and warm from the previous
+  market's plan: the warm start from the shifted bids as they were, then with the budgets
+  (``warm_start_bids(..., previous_budgets=, budgets=)``), then also smoothed (as the policy
+  does): mean iterations, total time, and the share of warm starts certified
+  by their first allocation (one iteration). ``--policy-only`` makes just this table.
 
 Times are medians over repeats in one process, one thread; the machine and its load are printed.
 """
@@ -34,17 +40,22 @@ if str(REPO) not in sys.path:
 import numpy as np  # noqa: E402
 from tests.market_reference import (  # noqa: E402
     Market,
+    PolicyMarket,
     next_round_market,
     oracle_solve,
+    policy_markets,
     random_market,
 )
 
 from shockwave import market  # noqa: E402
 from shockwave.market import MarketSolution, Method  # noqa: E402
+from shockwave.policies.shockwave.policy import WARM_START_SMOOTHING  # noqa: E402
+from shockwave.traces import GeneratorParameters, generate_workload  # noqa: E402
 
 SIZES = [(100, 20), (500, 20), (1000, 20), (10_000, 20), (100, 60), (1000, 60), (10_000, 60)]
 TOLERANCES = [1e-4, 1e-6]
 START, END = "<!-- market-table:start -->", "<!-- market-table:end -->"
+POLICY_START, POLICY_END = "<!-- market-policy-warm:start -->", "<!-- market-policy-warm:end -->"
 
 
 def timed(solve: Callable[[], MarketSolution], repeats: int) -> tuple[float, MarketSolution]:
@@ -150,24 +161,110 @@ def table(clarabel_limit: int) -> str:
     return "\n".join([*header, *rows(clarabel_limit), "", END])
 
 
+def policy_rows(label: str, markets: list[PolicyMarket]) -> list[str]:
+    """Cold against warm (bids only, and budget-aware) on consecutive policy markets."""
+    lines = []
+    for tol in TOLERANCES:
+        iterations: dict[str, list[int]] = {"cold": [], "bids": [], "budgets": [], "smooth": []}
+        seconds = dict.fromkeys(iterations, 0.0)
+        previous = None
+        for step in markets:
+            plan = step.market.solve(tol=tol)
+            if previous is not None and step.elapsed_rounds > 0:
+                before, before_plan = previous
+                link = {
+                    "previous_jobs": before.job_ids,
+                    "current_jobs": step.job_ids,
+                    "elapsed_rounds": step.elapsed_rounds,
+                }
+                budgets = {
+                    "previous_budgets": before.market.budgets,
+                    "budgets": step.market.budgets,
+                }
+                starts = {
+                    "cold": None,
+                    "bids": market.warm_start_bids(before_plan, **link),
+                    "budgets": market.warm_start_bids(before_plan, **link, **budgets),
+                    "smooth": market.warm_start_bids(
+                        before_plan, **link, **budgets, smoothing=WARM_START_SMOOTHING
+                    ),
+                }
+                for name, bids in starts.items():
+                    start = time.perf_counter()
+                    solution = step.market.solve(tol=tol, warm_start=bids)
+                    seconds[name] += time.perf_counter() - start
+                    if not solution.converged:
+                        raise RuntimeError(f"{name} start did not converge (gap {solution.gap})")
+                    iterations[name].append(solution.iterations)
+            previous = (step, plan)
+        cold = np.array(iterations["cold"])
+        cells = [f"{cold.mean():.2f} / {seconds['cold'] * 1e3:.0f}"]
+        for name in ("bids", "budgets", "smooth"):
+            warm = np.array(iterations[name])
+            cells.append(
+                f"{warm.mean():.2f} / {seconds[name] * 1e3:.0f} "
+                f"({cold.sum() / warm.sum():.2f}x; {np.mean(warm == 1):.0%} in one)"
+            )
+        sizes = [step.market.jobs for step in markets]
+        where = f"{label} ({cold.size} markets, median {int(np.median(sizes))} jobs)"
+        lines.append(f"| {where} | {tol:.0e} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def policy_table() -> str:
+    generated = generate_workload(GeneratorParameters(jobs=460, gpus=128, seed=1))
+    sets = [
+        ("canonical trace, 32 GPUs", policy_markets()),
+        ("generated, 460 jobs, 128 GPUs (seed 1)", policy_markets(generated, gpus=128)),
+    ]
+    header = [
+        POLICY_START,
+        "",
+        f"Machine: {machine()}.",
+        "",
+        f"T = {sets[0][1][0].market.rounds}. Cells: mean iterations / total wall time in ms over "
+        "the markets; for the warm starts, the ratio of cold to warm iterations and the share "
+        "certified in one iteration.",
+        "",
+        "| policy markets | tol | cold | warm: shifted bids | warm: and budgets "
+        f"| warm: and smoothing {WARM_START_SMOOTHING} (the policy's) |",
+        "|---|---|---|---|---|---|",
+    ]
+    rows = [line for label, markets in sets for line in policy_rows(label, markets)]
+    return "\n".join([*header, *rows, "", POLICY_END])
+
+
+def replace_block(content: str, text: str, start: str, end: str) -> str:
+    before, _, rest = content.partition(start)
+    _, _, after = rest.partition(end)
+    return before + text + after
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--write", action="store_true", help="replace the table in README.md")
+    parser.add_argument("--write", action="store_true", help="replace the tables in README.md")
     parser.add_argument(
         "--clarabel-max-jobs",
         type=int,
         default=1000,
         help="skip Clarabel above this many jobs (default 1000: it takes minutes at 10,000)",
     )
+    parser.add_argument(
+        "--policy-only", action="store_true", help="only the policy markets' warm-start table"
+    )
     args = parser.parse_args()
-    text = table(args.clarabel_max_jobs)
-    print(text)
+    blocks = [] if args.policy_only else [(table(args.clarabel_max_jobs), START, END)]
+    blocks.append((policy_table(), POLICY_START, POLICY_END))
+    for text, _, _ in blocks:
+        print(text)
     if args.write:
         readme = Path(__file__).with_name("README.md")
         content = readme.read_text()
-        before, _, rest = content.partition(START)
-        _, _, after = rest.partition(END)
-        readme.write_text(before + text + after)
+        for text, start, end in blocks:
+            if start not in content:
+                raise SystemExit(f"{readme}: no {start} marker")
+            content = replace_block(content, text, start, end)
+        readme.write_text(content)
 
 
 if __name__ == "__main__":

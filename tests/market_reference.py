@@ -5,9 +5,9 @@
   [0, 0.9), valuations growing slowly over the window (batch sizes grow), ceilings at 1, budgets
   3^k for k in 0..5, gangs of 1, 2, 4 or 8 GPUs, a third of the requested GPUs available.
 * :func:`next_round_market`: the same market one round later, after the plan's first round ran.
-* :func:`policy_markets`: consecutive markets the way the Shockwave policy builds them each round
-  (valuations from :class:`shockwave.adaptation.JobModels` on the canonical 120-job trace, 32
-  GPUs), with the previous plan and the job identifiers, for warm-start measurements.
+* :func:`policy_markets`: every market the Shockwave policy solves while it schedules a trace
+  (default: the canonical 120-job trace on 32 GPUs), with the job identifiers, for warm-start
+  measurements.
 * :func:`oracle_solve`: an independent solve of the same program, written in cvxpy and solved by
   Clarabel (an interior-point conic solver; open source, test-only dependency).
 """
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from shockwave.market import MarketSolution, round_schedule, solve
+from shockwave.market import MarketSolution, solve
 
 
 @dataclass(frozen=True)
@@ -81,87 +81,84 @@ def next_round_market(market: Market, first_round_shares: NDArray[np.float64]) -
 
 
 @dataclass(frozen=True)
-class PolicyRound:
-    """One planning step of :func:`policy_markets`: the active jobs (ids), their market, and the
-    plan solved cold from scratch."""
+class PolicyMarket:
+    """One market of :func:`policy_markets`: the jobs (identifiers, one per row), the market, and
+    the rounds since the previous market (0 for the first)."""
 
     job_ids: NDArray[np.int64]
     market: Market
-    plan: MarketSolution
+    elapsed_rounds: int
 
 
 def policy_markets(
-    rounds: int,
-    *,
-    first_round: int = 10,
-    window: int = 20,
-    gpus: float = 32.0,
-    seed: int = 0,
-) -> list[PolicyRound]:
-    """Consecutive markets of a receding-horizon run on ``traces/canonical_120jobs.trace``.
+    workload: Any = None, *, gpus: int = 32, mechanics: str = "gavel"
+) -> list[PolicyMarket]:
+    """The markets the Shockwave policy (default parameters) solves, in order, while the
+    simulator runs ``workload`` (default ``traces/canonical_120jobs.trace``) on ``gpus`` GPUs
+    with ``mechanics``.
 
-    Every round (120 s) the arrived, unfinished jobs get valuations and progress from
-    :meth:`shockwave.adaptation.JobModels.predict` (``markov``) over ``window`` rounds, ceilings at
-    1 and budgets drawn once per job log-uniformly in [1, 1e6] and perturbed by a few percent
-    each round (the policy's fairness boosts move them); the market is solved, rounded to whole
-    gangs, and the first round runs (each scheduled job gains its expected progress). Returns
-    the planning steps from ``first_round`` on (``rounds`` of them; fewer if the trace ends).
+    Recorded by spying on :func:`shockwave.market.solve` and
+    :func:`shockwave.market.warm_start_bids` (the policy calls the latter with the job
+    identifiers of the previous and the new market before every solve but the first); a cold
+    retry of the same market is not recorded twice.
     """
     from pathlib import Path
+    from unittest import mock
 
-    from shockwave.adaptation import ROUND_SECONDS, JobModels
+    from shockwave import market as market_module
+    from shockwave.policies.shockwave import Shockwave
+    from shockwave.sim import SimulationConfig, simulate
     from shockwave.traces import load_workload
 
-    trace = Path(__file__).resolve().parents[1] / "traces" / "canonical_120jobs.trace"
-    jobs = {job.job_id: job for job in load_workload(trace, "tacc").jobs}
-    rng = np.random.default_rng(seed)
-    base_budget = {i: float(10.0 ** rng.uniform(0.0, 6.0)) for i in sorted(jobs)}
-    models = JobModels("markov")
-    done: dict[int, float] = {}
-    steps: list[PolicyRound] = []
-    for r in range(first_round + rounds):
-        now = r * ROUND_SECONDS
-        for i in sorted(jobs):
-            if i not in done and jobs[i].arrival_time <= now:
-                models.add_job(jobs[i])
-                done[i] = 0.0
-        active = np.array(sorted(i for i in done if i in models), dtype=np.int64)
-        if active.size == 0:
-            if len(done) == len(jobs):
-                break
-            continue
-        prediction = models.predict(window, job_ids=active)
-        gangs = np.array([jobs[i].gang_size for i in active], dtype=np.int64)
-        budgets = np.array([base_budget[i] for i in active]) * np.exp(
-            rng.normal(0.0, 0.05, active.size)
+    if workload is None:
+        trace = Path(__file__).resolve().parents[1] / "traces" / "canonical_120jobs.trace"
+        workload = load_workload(trace, "tacc")
+    solves: list[Any] = []
+    links: list[tuple[Any, Any, int] | None] = []
+    pending: list[tuple[Any, Any, int]] = []
+
+    def spy_links(*args: Any, **kwargs: Any) -> NDArray[np.float64]:
+        pending.append((kwargs["previous_jobs"], kwargs["current_jobs"], kwargs["elapsed_rounds"]))
+        return real_links(*args, **kwargs)
+
+    def spy_solve(*args: Any, **kwargs: Any) -> MarketSolution:
+        retry = bool(solves) and kwargs.get("warm_start") is None and solves[-1][0][0] is args[0]
+        if not retry:
+            solves.append((args, kwargs))
+            links.append(pending.pop() if pending else None)
+        return real_solve(*args, **kwargs)
+
+    real_solve, real_links = market_module.solve, market_module.warm_start_bids
+    with (
+        mock.patch.object(market_module, "solve", spy_solve),
+        mock.patch.object(market_module, "warm_start_bids", spy_links),
+    ):
+        simulate(workload, Shockwave(), SimulationConfig(gpus=gpus, mechanics=mechanics))
+    recorded = []
+    for k, ((valuations, gangs, supply), kwargs) in enumerate(solves):
+        link = links[k]
+        if link is not None:
+            ids, elapsed = np.asarray(link[1]), int(link[2])
+        else:  # the first market: its jobs are the next market's previous jobs
+            following = links[k + 1] if k + 1 < len(links) else None
+            ids = np.asarray(following[0]) if following else np.arange(len(gangs))
+            elapsed = 0
+        jobs, rounds = np.shape(valuations)
+        recorded.append(
+            PolicyMarket(
+                ids.astype(np.int64),
+                Market(
+                    np.array(valuations),
+                    np.array(gangs, dtype=np.int64),
+                    np.broadcast_to(np.asarray(supply, dtype=np.float64), (rounds,)).copy(),
+                    np.array(kwargs["budgets"]),
+                    np.array(kwargs["progress"]),
+                    np.ones(jobs),
+                ),
+                elapsed,
+            )
         )
-        market = Market(
-            prediction.valuations,
-            gangs,
-            np.full(window, gpus),
-            budgets,
-            np.minimum(prediction.offsets, 1.0 - 1e-9),
-            np.ones(active.size),
-        )
-        plan = market.solve()
-        if r >= first_round:
-            steps.append(PolicyRound(active, market, plan))
-        ran = round_schedule(plan.shares, gangs, gpus)[:, 0]
-        finished, observed, current = [], [], []
-        for k, i in enumerate(active):
-            epochs = len(jobs[i].batch_sizes)
-            if ran[k]:
-                done[i] = min(float(epochs), done[i] + prediction.valuations[k, 0] * epochs)
-            if done[i] >= epochs - 1e-9:
-                finished.append(int(i))
-            else:
-                observed.append(int(i))
-                current.append(int(jobs[i].batch_sizes[int(done[i])]))
-        if observed:
-            models.observe(observed, [done[i] for i in observed], current)
-        for i in finished:
-            models.remove(i)
-    return steps
+    return recorded
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -104,6 +105,26 @@ def test_budgets_spanning_one_to_three_to_the_twelve() -> None:
     assert solution.converged
     assert np.all(np.isfinite(solution.prices))
     assert np.all(np.isfinite(solution.bids))
+
+
+@pytest.mark.parametrize("tol", [1e-4, 1e-6])
+def test_budgets_spanning_seventeen_orders_of_magnitude(tol: float) -> None:
+    """A market the policy built on a generated 460-job trace (128 GPUs): budgets from 2 to
+    4.6e17, so the prices the poor jobs set are 1e-17 of the total budget. The interior point
+    used to start with round slacks 1e9 times the supply there and stop idle at a gap of 1.1e-4."""
+    data = np.load(Path(__file__).with_name("data") / "wide_budget_market.npz")
+    solution = market.solve(
+        data["valuations"],
+        data["gang_sizes"],
+        data["supply"],
+        budgets=data["budgets"],
+        progress=data["progress"],
+        ceilings=data["ceilings"],
+        tol=tol,
+    )
+    assert data["budgets"].max() / data["budgets"].min() > 1e17
+    assert solution.converged, solution.gap
+    assert solution.iterations <= 12
 
 
 def test_running_out_of_iterations_is_reported_with_a_feasible_plan() -> None:

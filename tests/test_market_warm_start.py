@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -10,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shockwave import market
-from tests.market_reference import next_round_market, random_market
+from tests.market_reference import next_round_market, policy_markets, random_market
 
 
 def test_shift_bids_drops_the_past_and_repeats_the_last_round() -> None:
@@ -116,3 +117,91 @@ def test_warm_started_proportional_response_needs_no_more_iterations_to_a_coarse
     )
     assert warm.converged
     assert warm.iterations <= cold.iterations
+
+
+def test_warm_start_bids_follow_the_budgets() -> None:
+    """Rows are rescaled by the job's budget ratio; a job whose budget moved more than
+    ``max_budget_change`` (or that had no budget) starts cold."""
+    bids = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]])
+    warm = market.warm_start_bids(
+        bids,
+        previous_jobs=[1, 2, 3, 4],
+        current_jobs=[4, 3, 2, 1, 9],
+        elapsed_rounds=0,
+        previous_budgets=[2.0, 2.0, 0.0, 1.0],
+        budgets=[1.5, 1.0, 8.0, 3.0, 1.0],
+    )
+    np.testing.assert_array_equal(
+        warm,
+        [
+            [10.5, 12.0],  # job 4: budget 1 -> 1.5, rescaled
+            [0.0, 0.0],  # job 3: no previous budget
+            [0.0, 0.0],  # job 2: 2 -> 8, more than a factor 2
+            [1.5, 3.0],  # job 1: 2 -> 3
+            [0.0, 0.0],  # job 9: new
+        ],
+    )
+    loose = market.warm_start_bids(
+        bids,
+        elapsed_rounds=0,
+        previous_budgets=[2.0, 2.0, 1.0, 1.0],
+        budgets=[2.0, 8.0, 1.0, 0.25],
+        max_budget_change=4.0,
+    )
+    np.testing.assert_array_equal(loose, [[1.0, 2.0], [12.0, 16.0], [5.0, 6.0], [1.75, 2.0]])
+
+
+def test_budget_aware_warm_start_reaches_the_same_equilibrium() -> None:
+    m = random_market(120, 20, 8)
+    plan = m.solve()
+    following = replace(
+        next_round_market(m, plan.shares[:, 0]),
+        budgets=m.budgets * np.where(np.arange(m.jobs) % 5 == 0, 30.0, 1.1),
+    )
+    warm_bids = market.warm_start_bids(plan, previous_budgets=m.budgets, budgets=following.budgets)
+    assert np.all(warm_bids[::5] == 0.0)
+    warm = following.solve(warm_start=warm_bids)
+    cold = following.solve()
+    assert warm.converged
+    total = following.budgets.sum()
+    assert abs(warm.objective - cold.objective) <= 2e-6 * total
+
+
+def test_smoothing_spreads_a_share_of_each_row_over_the_window() -> None:
+    bids = np.array([[4.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    warm = market.warm_start_bids(bids, elapsed_rounds=0, smoothing=0.25)
+    np.testing.assert_allclose(warm, [[3.25, 0.25, 0.25, 0.25], [0.0, 0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(warm.sum(axis=1), bids.sum(axis=1))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"previous_budgets": [1.0, 1.0]}, "give both or neither"),
+        ({"budgets": [1.0, 1.0]}, "give both or neither"),
+        ({"previous_budgets": [1.0], "budgets": [1.0, 1.0]}, "previous_budgets"),
+        ({"previous_budgets": [1.0, -1.0], "budgets": [1.0, 1.0]}, "previous_budgets"),
+        ({"previous_budgets": [1.0, 1.0], "budgets": [1.0, np.nan]}, "budgets"),
+        ({"previous_budgets": [1.0, 1.0], "budgets": [1.0]}, "budgets"),
+        (
+            {"previous_budgets": [1.0, 1.0], "budgets": [1.0, 1.0], "max_budget_change": 0.5},
+            "max_budget_change",
+        ),
+        ({"previous_jobs": [1, 2]}, "previous_jobs and current_jobs"),
+        ({"smoothing": 1.5}, "smoothing"),
+        ({"smoothing": float("nan")}, "smoothing"),
+    ],
+)
+def test_warm_start_bids_rejects_bad_budgets(arguments: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        market.warm_start_bids(np.ones((2, 3)), **arguments)  # type: ignore[arg-type]
+
+
+def test_the_policys_markets_are_recorded_in_order_with_their_jobs() -> None:
+    markets = policy_markets()
+    assert len(markets) > 100
+    assert markets[0].elapsed_rounds == 0
+    for before, step in itertools.pairwise(markets):
+        assert step.elapsed_rounds >= 1
+        assert len(step.job_ids) == step.market.jobs == len(set(step.job_ids.tolist()))
+        assert set(step.job_ids.tolist()) & set(before.job_ids.tolist())

@@ -47,6 +47,10 @@ IntArray = npt.NDArray[np.int64]
 #: Largest progress fraction handed to the market (it needs ``c_i < 1``; a job whose counters
 #: say it is done but that is still active, such as the original's stuck jobs, is held just below).
 _MAX_PROGRESS = 1.0 - 1e-9
+#: Share of each warm-start row spread over the window (``market.warm_start_bids``); measured on
+#: this policy's consecutive markets, where budgets move and jobs come and go every round
+#: (``benches/README.md``, "Warm starts on the policy's markets").
+WARM_START_SMOOTHING = 0.1
 
 
 @dataclass
@@ -122,7 +126,7 @@ class Shockwave(RoundPolicy):
         remaining_exponent: exponent of the remaining-work tilt of the budgets (jobs close to
             their end bring more budget); 0 disables it.
         fairness_exponent: ``lambda``: a job projected above ``rho_max`` has its budget
-            multiplied by ``rho^ ** lambda``.
+            multiplied by ``rho^ ** lambda``; 0 disables the boost.
         rho_max: projected finish-time ratio above which a job's budget is raised.
         estimator: the adaptation model's estimator, ``"markov"``, ``"dirichlet"`` or
             ``"oracle"``.
@@ -150,8 +154,8 @@ class Shockwave(RoundPolicy):
     planning_rounds: int = 20
     makespan_weight: float = 0.5
     critical_window_rounds: float = 1.0
-    remaining_exponent: float = 4.0
-    fairness_exponent: float = 4.0
+    remaining_exponent: float = 2.0
+    fairness_exponent: float = 0.0
     rho_max: float = 1.0
     estimator: str = "markov"
     replan_period: int = 1
@@ -162,7 +166,7 @@ class Shockwave(RoundPolicy):
     backend: str = "market"
     milp_makespan_k: float = 1e-3
     milp_time_limit: float = 15.0
-    max_owed_rounds: float = 0.0
+    max_owed_rounds: float = 2.0
     name = "shockwave"
 
     _models: JobModels | None = field(default=None, init=False, repr=False)
@@ -399,7 +403,7 @@ class Shockwave(RoundPolicy):
                 warm_start=warm,
             )
 
-        warm = self._warm_start(state)
+        warm = self._warm_start(state, budgets)
         solution = solve(warm)
         if not solution.converged and warm is not None:
             # a warm start that does not reach the tolerance is retried cold
@@ -461,7 +465,7 @@ class Shockwave(RoundPolicy):
         self.stats.milp_paths[plan.path] = self.stats.milp_paths.get(plan.path, 0) + 1
         return plan.schedule
 
-    def _warm_start(self, state: ClusterState) -> FloatArray | None:
+    def _warm_start(self, state: ClusterState, budgets: FloatArray) -> FloatArray | None:
         plan = self._plan
         if plan is None or plan.solution is None:
             return None
@@ -470,6 +474,9 @@ class Shockwave(RoundPolicy):
             previous_jobs=plan.job_ids,
             current_jobs=state.job_ids,
             elapsed_rounds=state.round_index - plan.round_index,
+            previous_budgets=plan.budgets,
+            budgets=budgets,
+            smoothing=WARM_START_SMOOTHING,
         )
 
     def _record_solve(self, solution: market.MarketSolution) -> None:

@@ -547,7 +547,11 @@ impl InteriorPoint {
         // room than `mu / p` starts with that room as its slack and the price that keeps it
         // central, `mu / room`: a round nobody fills would otherwise start far from feasible, and
         // the first steps would raise its price before the method could find out that it is
-        // free.
+        // free. Likewise a round whose price is so low that `mu / p` exceeds its whole supply
+        // (budgets spanning 17 orders of magnitude, where the rich jobs hold whole gangs and the
+        // poor ones set the price, gave slacks 1e9 times the supply) starts with the whole supply
+        // as its slack and the price `mu / G`: unsold supply cannot exceed the supply, and the
+        // method otherwise spent its iterations shrinking that slack and stopped idle.
         t.rp.fill(0.0);
         for k in 0..inst.buyers() {
             let n = inst.n[k];
@@ -562,6 +566,9 @@ impl InteriorPoint {
                 if self.unpriced[tt] && room > central {
                     t.s[tt] = room;
                     t.p[tt] = mu / room;
+                } else if central > inst.supply[tt] {
+                    t.s[tt] = inst.supply[tt];
+                    t.p[tt] = mu / inst.supply[tt];
                 } else {
                     t.s[tt] = central;
                 }

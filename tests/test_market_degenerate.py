@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from shockwave import market
-from tests.market_reference import random_market
+from tests.market_reference import Market, random_market
 
 
 def test_an_empty_market_has_an_empty_solution() -> None:
@@ -113,16 +113,9 @@ def test_budgets_spanning_seventeen_orders_of_magnitude(tol: float) -> None:
     4.6e17, so the prices the poor jobs set are 1e-17 of the total budget. The interior point
     used to start with round slacks 1e9 times the supply there and stop idle at a gap of 1.1e-4."""
     data = np.load(Path(__file__).with_name("data") / "wide_budget_market.npz")
-    solution = market.solve(
-        data["valuations"],
-        data["gang_sizes"],
-        data["supply"],
-        budgets=data["budgets"],
-        progress=data["progress"],
-        ceilings=data["ceilings"],
-        tol=tol,
-    )
-    assert data["budgets"].max() / data["budgets"].min() > 1e17
+    m = Market(**{name: data[name] for name in data.files})
+    solution = m.solve(tol=tol)
+    assert m.budgets.max() / m.budgets.min() > 1e17
     assert solution.converged, solution.gap
     assert solution.iterations <= 12
 

@@ -164,6 +164,7 @@ def table(clarabel_limit: int) -> str:
 def policy_rows(label: str, markets: list[PolicyMarket]) -> list[str]:
     """Cold against warm (bids only, and budget-aware) on consecutive policy markets."""
     lines = []
+    sizes = [step.market.jobs for step in markets]
     for tol in TOLERANCES:
         iterations: dict[str, list[int]] = {"cold": [], "bids": [], "budgets": [], "smooth": []}
         seconds = dict.fromkeys(iterations, 0.0)
@@ -205,7 +206,6 @@ def policy_rows(label: str, markets: list[PolicyMarket]) -> list[str]:
                 f"{warm.mean():.2f} / {seconds[name] * 1e3:.0f} "
                 f"({cold.sum() / warm.sum():.2f}x; {np.mean(warm == 1):.0%} in one)"
             )
-        sizes = [step.market.jobs for step in markets]
         where = f"{label} ({cold.size} markets, median {int(np.median(sizes))} jobs)"
         lines.append(f"| {where} | {tol:.0e} | " + " | ".join(cells) + " |")
     return lines

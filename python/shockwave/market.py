@@ -393,10 +393,13 @@ def warm_start_bids(
             _budget_vector(budgets, "budgets", rows),
         )
     if previous_jobs is not None and current_jobs is not None:
-        shifted = align_bids(shifted, previous_jobs, current_jobs)
-        if budget_pair is not None:
-            old = align_bids(budget_pair[0][:, None], previous_jobs, current_jobs)[:, 0]
-            budget_pair = (old, budget_pair[1])
+        if budget_pair is None:
+            shifted = align_bids(shifted, previous_jobs, current_jobs)
+        else:  # the budgets ride along as a last column: one lookup of the identifiers
+            both = align_bids(
+                np.column_stack([shifted, budget_pair[0]]), previous_jobs, current_jobs
+            )
+            shifted, budget_pair = both[:, :-1], (both[:, -1], budget_pair[1])
     if budget_pair is not None:
         old, new = budget_pair
         known = old > 0

@@ -47,7 +47,8 @@ def test_job_type_text() -> None:
     ("content", "message"),
     [
         ("{", "not valid JSON"),
-        ('{"k80": {}}', "no 'v100' worker type"),
+        ('{"k80": {}, "p100": {}}', "no 'v100' worker type"),
+        ('{"k80": {}}', "no throughputs under 'k80'"),
         ('{"v100": {"bad key": {"null": 1}}}', "malformed key"),
         ("""{"v100": {"('LM (batch size 10)', 1)": {}}}""", "no 'null'"),
         ("""{"v100": {"('LM (batch size 10)', 1)": {"null": -1}}}""", "finite and >= 0"),

@@ -129,14 +129,21 @@ def epoch_durations(
     batch_sizes: BatchSizes,
     gang_size: int,
     throughputs: ThroughputTable,
+    samples_per_epoch: int | None = None,
 ) -> npt.NDArray[np.float64]:
     """Seconds per epoch on the job's gang: ``(samples_per_epoch / bs) / thr(model, bs, gang)``.
 
+    ``samples_per_epoch`` defaults to the catalog's value for ``model`` (the original's models);
+    give it for any other model (the runtime's bundled families, users' jobs).
+
     Raises:
-        KeyError: if the table lacks a batch size of the schedule.
+        KeyError: if the table lacks a batch size of the schedule, or the model is not in the
+            catalog and ``samples_per_epoch`` is not given.
         ValueError: if a needed throughput is zero (the epoch would never end).
     """
-    samples = model_family(model).samples_per_epoch
+    samples = (
+        model_family(model).samples_per_epoch if samples_per_epoch is None else samples_per_epoch
+    )
     distinct, where = np.unique(batch_sizes, return_inverse=True)
     seconds = np.empty(distinct.shape, dtype=np.float64)
     for k, bs in enumerate(distinct.tolist()):

@@ -24,8 +24,11 @@ from shockwave.errors import TraceError
 _JOB_TYPE = re.compile(r"^(?P<model>[^ ]+) \(batch size (?P<bs>\d+)\)$")
 _KEY = re.compile(r"^\('(?P<job_type>[^']+)', (?P<gang>\d+)\)$")
 
-#: Throughput files bundled with the package (isolated entries only), by short name.
-BUNDLED_THROUGHPUTS: tuple[str, ...] = ("tacc", "wisr")
+#: Throughput files bundled with the package (isolated entries only), by short name: the
+#: original's TACC and WISR tables, and ``cluster``: the runtime's bundled families measured by
+#: ``shockwave cluster profile`` on the project's 2-core development machine (one CPU thread per
+#: slot), the default of ``shockwave cluster generate``.
+BUNDLED_THROUGHPUTS: tuple[str, ...] = ("tacc", "wisr", "cluster")
 
 
 def parse_job_type(job_type: str) -> tuple[str, int]:
@@ -117,10 +120,14 @@ class ThroughputTable:
         return cls(entries, source=source)
 
     @classmethod
-    def from_file(cls, path: str | PathLike[str], worker_type: str = "v100") -> ThroughputTable:
+    def from_file(
+        cls, path: str | PathLike[str], worker_type: str | None = None
+    ) -> ThroughputTable:
         """Read an original throughput JSON file (``tacc_throughputs.json`` and the like).
 
-        Only the ``"null"`` (isolated) entries of ``worker_type`` are kept. Keys for job types
+        Only the ``"null"`` (isolated) entries of ``worker_type`` are kept; by default
+        ``"v100"`` (the original's), or the file's only worker type (``"cpu"`` in a table of
+        ``shockwave cluster profile``). Keys for job types
         that are not of the form ``'Model (batch size B)'`` (``A3C``, ``CycleGAN``) are skipped.
 
         Raises:
@@ -137,16 +144,19 @@ class ThroughputTable:
 
     @classmethod
     def bundled(cls, name: str = "tacc") -> ThroughputTable:
-        """One of the tables shipped with the package: ``"tacc"`` or ``"wisr"``."""
+        """One of the tables shipped with the package (:data:`BUNDLED_THROUGHPUTS`)."""
         if name not in BUNDLED_THROUGHPUTS:
             raise ValueError(
                 f"unknown bundled throughputs {name!r}; choose from {BUNDLED_THROUGHPUTS}"
             )
         text = resources.files("shockwave.data").joinpath(f"{name}_throughputs.json").read_text()
-        return cls._from_original(json.loads(text), "v100", f"<bundled {name}>")
+        return cls._from_original(json.loads(text), None, f"<bundled {name}>")
 
     @classmethod
-    def _from_original(cls, raw: Any, worker_type: str, source: str) -> ThroughputTable:
+    def _from_original(cls, raw: Any, worker_type: str | None, source: str) -> ThroughputTable:
+        if worker_type is None:
+            kinds = list(raw) if isinstance(raw, dict) else []
+            worker_type = "v100" if "v100" in kinds or len(kinds) != 1 else kinds[0]
         if not isinstance(raw, dict) or not isinstance(raw.get(worker_type), dict):
             raise TraceError(
                 f"no {worker_type!r} worker type at the top level", path=source, field=worker_type

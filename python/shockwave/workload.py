@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from shockwave.catalog import ADAPTATION_MODES, AdaptationMode
 from shockwave.errors import JobFieldError
+from shockwave.job.spec import RunSpec
 from shockwave.throughputs import ThroughputTable, format_job_type
 
 
@@ -43,6 +44,11 @@ class Job:
         trace_duration: the nominal exclusive runtime written in a Shockwave ``.trace`` (field
             11), seconds, if known; informational (the original overwrites it with the profile
             sum, :attr:`exclusive_seconds`).
+        run: how to run the job for real (a bundled model family or a user's command), for
+            :mod:`shockwave.runtime`; ``None`` for a job that can only be simulated. For a
+            runnable job the profile is its *planning* profile: the batch sizes it may reach (its
+            regimes) and the expected duration of each epoch; the real job decides its own batch
+            sizes as it trains.
     """
 
     job_id: int
@@ -57,6 +63,7 @@ class Job:
     total_steps: int | None = None
     samples_per_epoch: int | None = None
     trace_duration: float | None = None
+    run: RunSpec | None = None
 
     def __post_init__(self) -> None:
         bs = _as_array(self.job_id, "batch_sizes", self.batch_sizes, "iu", np.int64)
@@ -111,6 +118,7 @@ class Job:
             and self.total_steps == other.total_steps
             and self.samples_per_epoch == other.samples_per_epoch
             and self.trace_duration == other.trace_duration
+            and self.run == other.run
         )
 
     __hash__ = None  # type: ignore[assignment]  # mutable-looking arrays: not hashable
@@ -155,6 +163,12 @@ def _check_job(job: Job) -> None:
             isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1
         ):
             raise bad(name, f"must be an integer >= 1, got {value!r}")
+    if job.run is not None and not isinstance(job.run, RunSpec):
+        raise bad("run", f"must be a RunSpec, got {type(job.run).__name__}")
+    if job.run is not None and job.samples_per_epoch is None:
+        raise bad(
+            "samples_per_epoch", "a runnable job (with 'run') must give its samples per epoch"
+        )
     if job.trace_duration is not None and (
         not _finite(job.trace_duration) or job.trace_duration < 0
     ):

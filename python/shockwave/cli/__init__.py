@@ -11,11 +11,11 @@ import sys
 from collections.abc import Sequence
 
 from shockwave import __version__
-from shockwave.cli import simulate_commands, trace_commands
+from shockwave.cli import cluster_commands, simulate_commands, trace_commands
 from shockwave.errors import TraceError
 
 #: Modules that add sub-commands: each has ``register(subparsers)``.
-COMMAND_MODULES = (trace_commands, simulate_commands)
+COMMAND_MODULES = (trace_commands, simulate_commands, cluster_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:

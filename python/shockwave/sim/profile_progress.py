@@ -135,6 +135,12 @@ class ProfileProgress:
         )
         return segment, before
 
+    def seconds_at(self, jobs: IntArray, index: IntArray, fraction: FloatArray) -> FloatArray:
+        """Seconds of work done at ``fraction`` (in ``[0, 1]``) of epoch ``index`` (the inverse
+        of :meth:`epoch_index` and :meth:`fraction`)."""
+        segment, before = self._locate(jobs, index)
+        return np.asarray(before + fraction * self.duration[segment], dtype=np.float64)
+
     def fraction(self, jobs: IntArray, index: IntArray, seconds: FloatArray) -> FloatArray:
         """The fraction of epoch ``index`` done after ``seconds`` of work."""
         segment, before = self._locate(jobs, index)

@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from os import PathLike
 from pathlib import Path
 
 from shockwave.errors import TraceError
+from shockwave.profiles import epoch_durations
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces.gavel_format import (
     TraceRecord,
@@ -26,7 +28,7 @@ from shockwave.traces.generator_parameters import GeneratorParameterError, Gener
 from shockwave.traces.native import FORMAT_VERSION, read_native, write_native
 from shockwave.traces.summary import WorkloadSummary, summarize
 from shockwave.traces.trace_writer import write_trace
-from shockwave.workload import Workload
+from shockwave.workload import Job, Workload
 
 __all__ = [
     "FORMAT_VERSION",
@@ -64,7 +66,9 @@ def load_workload(
         path: the file.
         throughputs: required for a ``.trace`` (a table, a throughput JSON path, or ``"tacc"`` /
             ``"wisr"`` for a bundled table). For a native file it replaces the table the file
-            carries, if given.
+            carries, if given, and the epoch durations of its runnable jobs (those with a
+            ``run`` spec) are recomputed from it: ``(samples_per_epoch / bs) / thr(model, bs,
+            gang)`` seconds, the table measured by ``shockwave cluster profile``.
 
     Raises:
         TraceError: for malformed input, or a ``.trace`` without throughputs.
@@ -72,7 +76,9 @@ def load_workload(
     if is_native(path):
         workload = read_native(path)
         if throughputs is not None:
-            workload = Workload(workload.jobs, load_throughputs(throughputs), workload.source)
+            table = load_throughputs(throughputs)
+            jobs = tuple(_durations_from_table(job, table, path) for job in workload.jobs)
+            workload = Workload(jobs, table, workload.source)
         return workload
     if throughputs is None:
         raise TraceError(
@@ -91,3 +97,17 @@ def convert_trace(
     workload = read_gavel_trace(trace, throughputs)
     write_native(workload, output)
     return workload
+
+
+def _durations_from_table(job: Job, table: ThroughputTable, path: str | PathLike[str]) -> Job:
+    """``job`` with the epoch durations of ``table`` if it is runnable, else unchanged."""
+    if job.run is None or job.samples_per_epoch is None:
+        return job
+    try:
+        seconds = epoch_durations(
+            job.model, job.batch_sizes, job.gang_size, table, job.samples_per_epoch
+        )
+    except (KeyError, ValueError) as exc:
+        message = exc.args[0] if exc.args else str(exc)
+        raise TraceError(f"job {job.job_id}: {message}", path=path) from None
+    return dataclasses.replace(job, epoch_seconds=seconds)

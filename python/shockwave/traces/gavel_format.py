@@ -34,7 +34,7 @@ from typing import TypeVar
 from shockwave.catalog import ADAPTATION_MODES, MODEL_FAMILIES, AdaptationMode
 from shockwave.errors import TraceError
 from shockwave.profiles import batch_size_schedule, epoch_durations, num_epochs
-from shockwave.throughputs import ThroughputTable, parse_job_type
+from shockwave.throughputs import BUNDLED_THROUGHPUTS, ThroughputTable, parse_job_type
 from shockwave.workload import Job, Workload
 
 GAVEL_FIELDS = (
@@ -265,6 +265,6 @@ def load_throughputs(throughputs: ThroughputTable | str | PathLike[str]) -> Thro
     """Accept a table, a throughput file path, or a bundled table's name."""
     if isinstance(throughputs, ThroughputTable):
         return throughputs
-    if isinstance(throughputs, str) and throughputs in ("tacc", "wisr"):
+    if isinstance(throughputs, str) and throughputs in BUNDLED_THROUGHPUTS:
         return ThroughputTable.bundled(throughputs)
     return ThroughputTable.from_file(throughputs)

@@ -29,11 +29,20 @@ Schema, version 1 (``.jsonl``, UTF-8, one JSON object per line):
   ``total_steps``       no        iterations at the initial batch size (``gavel`` mechanics)
   ``samples_per_epoch`` no        samples per epoch (``gavel`` mechanics)
   ``trace_duration``    no        nominal exclusive runtime from a ``.trace`` (s), informational
+  ``run``               no        how to run the job for real (:mod:`shockwave.runtime`):
+                                  ``{"family": "<bundled family>", "seed": S}`` or
+                                  ``{"command": ["python", "train.py"], "seed": S}``, optional
+                                  ``"options": {...}``; needs ``samples_per_epoch``
   ====================  ========  =========================================================
 
 (*) A per-epoch array is either a plain list of E values or, run-length encoded,
 ``{"runs": [[value, count], ...]}`` with counts summing to E (the writer uses whichever is
 shorter; readers accept both).
+
+For a runnable job (with ``run``) the per-epoch arrays are its planning profile: every batch size
+the job may reach must appear in ``batch_sizes``, and ``epoch_seconds`` are expected durations
+(:func:`shockwave.traces.load_workload` recomputes them from a throughput table when one is
+given).
 
 Unknown keys are errors (a misspelt optional key must not be silently ignored). Floats are
 written with Python's shortest round-trip representation, so write-then-read is the identity.
@@ -50,6 +59,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shockwave.errors import JobFieldError, TraceError
+from shockwave.job.spec import RunSpec
 from shockwave.throughputs import ThroughputTable
 from shockwave.workload import Job, Workload
 
@@ -57,7 +67,15 @@ FORMAT_NAME = "shockwave-workload"
 FORMAT_VERSION = 1
 
 _REQUIRED = ("id", "arrival_time", "gang_size", "model", "epochs", "batch_sizes", "epoch_seconds")
-_OPTIONAL = ("dataset", "mode", "weight", "total_steps", "samples_per_epoch", "trace_duration")
+_OPTIONAL = (
+    "dataset",
+    "mode",
+    "weight",
+    "total_steps",
+    "samples_per_epoch",
+    "trace_duration",
+    "run",
+)
 
 
 def job_to_record(job: Job) -> dict[str, Any]:
@@ -80,6 +98,8 @@ def job_to_record(job: Job) -> dict[str, Any]:
             record[key] = int(value)
     if job.trace_duration is not None:
         record["trace_duration"] = float(job.trace_duration)
+    if job.run is not None:
+        record["run"] = job.run.to_dict()
     return record
 
 
@@ -236,6 +256,12 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
         raise TraceError(
             f"must be an integer >= 1, got {epochs!r}", path=path, line=number, field="epochs"
         )
+    run = None
+    if "run" in obj:
+        try:
+            run = RunSpec.from_dict(obj["run"])
+        except ValueError as exc:
+            raise TraceError(str(exc), path=path, line=number, field="run") from None
     try:
         return Job(
             job_id=obj["id"],
@@ -250,6 +276,7 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
             total_steps=obj.get("total_steps"),
             samples_per_epoch=obj.get("samples_per_epoch"),
             trace_duration=obj.get("trace_duration"),
+            run=run,
         )
     except JobFieldError as exc:
         raise TraceError(exc.reason, path=path, line=number, field=exc.field) from None

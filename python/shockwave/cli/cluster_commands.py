@@ -1,0 +1,381 @@
+"""``shockwave cluster``: measure, generate and run real workloads.
+
+* ``cluster profile -o T.json``: measure the bundled families' throughput on this machine;
+* ``cluster generate --jobs N --gpus G [--minutes M] [--seed S] -o W.jsonl``: a runnable workload;
+* ``cluster run --workload W.jsonl --gpus G --policy P ...``: run it for real;
+  ``cluster run --resume DIR``: continue a run whose scheduler was killed or interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TextIO
+
+from shockwave.atomic import atomic_write_text
+from shockwave.catalog import ADAPTATION_MODES
+from shockwave.cli.simulate_commands import read_config, render_summary
+from shockwave.policies import POLICIES, resolve_policy_name
+from shockwave.runtime.config import DEFAULT_RUN_ROUND_SECONDS, EXECUTORS, RuntimeConfig
+from shockwave.traces import load_throughputs, load_workload, write_native
+
+if TYPE_CHECKING:
+    from shockwave.runtime import RunResult
+    from shockwave.runtime.engine import RuntimeEngine
+
+#: Exit status of a run in which some job failed (the result is still written).
+EXIT_JOBS_FAILED = 1
+#: Exit status of an interrupted run (Ctrl-C), as a shell reports SIGINT.
+EXIT_INTERRUPTED = 130
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``cluster`` command group."""
+    cluster = subparsers.add_parser(
+        "cluster",
+        help="run real training jobs under a policy (profile, generate, run)",
+        description="Real runs: every job is a real training process that the scheduler leases "
+        "GPU slots to, round by round (see docs/runtime.md).",
+    )
+    commands = cluster.add_subparsers(dest="cluster_command", required=True, metavar="COMMAND")
+
+    profile = commands.add_parser(
+        "profile",
+        help="measure the bundled families' throughput on this machine",
+        description="Measure the isolated throughput (iterations/s) of every bundled family at "
+        "each of its batch sizes on 1, 2, ... slots, and write a throughput table in the "
+        "original artifact's JSON layout.",
+    )
+    profile.add_argument("-o", "--output", required=True, metavar="T.json")
+    profile.add_argument("--families", metavar="A,B", help="families to measure (default: all)")
+    profile.add_argument(
+        "--gangs", metavar="1,2", help="gang sizes (default: powers of two up to the cores, <= 8)"
+    )
+    profile.add_argument(
+        "--seconds", type=float, default=2.0, help="measuring time per entry (default 2 s)"
+    )
+    profile.set_defaults(handler=_profile)
+
+    generate = commands.add_parser(
+        "generate",
+        help="write a small runnable workload of the bundled families",
+        description="Draw a runnable workload (native .jsonl): each job names its family, "
+        "adaptation mode, epochs, gang size, arrival and seed, sized so that a run takes about "
+        "--minutes.",
+    )
+    generate.add_argument("--jobs", type=int, required=True, help="number of jobs")
+    generate.add_argument("--gpus", type=int, required=True, help="GPU slots of the cluster")
+    generate.add_argument(
+        "--minutes", type=float, default=10.0, help="about how long a run takes (default 10)"
+    )
+    generate.add_argument("--seed", type=int, default=0, help="seed of every draw (default 0)")
+    generate.add_argument(
+        "--throughputs",
+        default="cluster",
+        metavar="T.json",
+        help="throughput table from 'cluster profile' (default: the bundled one, measured on "
+        "the project's 2-core machine)",
+    )
+    generate.add_argument("--families", metavar="A,B", help="families to draw (default: all)")
+    generate.add_argument(
+        "--modes",
+        metavar="A,B",
+        help=f"adaptation modes to draw (default: {_list(ADAPTATION_MODES)})",
+    )
+    generate.add_argument(
+        "--load", type=float, default=0.8, help="share of the cluster the work fills (0.8)"
+    )
+    generate.add_argument("-o", "--output", required=True, metavar="W.jsonl")
+    generate.set_defaults(handler=_generate)
+
+    run = commands.add_parser(
+        "run",
+        help="run a workload of real jobs under a policy",
+        description="Run every job of a runnable workload for real, on --gpus slots (real "
+        "GPUs, or one CPU core per slot on a machine without GPUs), scheduled in rounds by a "
+        "policy. Writes the result (a simulation result's metrics plus restarts, preemptions, "
+        "final digests, measured throughputs) and a journal to resume from.",
+    )
+    run.add_argument("--workload", metavar="W.jsonl", help="the runnable workload")
+    run.add_argument("--gpus", type=int, help="GPU slots")
+    run.add_argument("--policy", help=f"scheduling policy: {', '.join(POLICIES)}")
+    run.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="'local' (default: child processes) or 'ray' (needs shockwave[ray])",
+    )
+    run.add_argument("--ray-address", metavar="A", help="join this Ray cluster (ray executor)")
+    run.add_argument(
+        "--round-seconds",
+        type=float,
+        default=DEFAULT_RUN_ROUND_SECONDS,
+        help=f"round length in seconds (default {DEFAULT_RUN_ROUND_SECONDS:g})",
+    )
+    run.add_argument(
+        "--throughputs",
+        metavar="T.json",
+        help="replace the workload's throughput table (recomputes its planned epoch durations)",
+    )
+    run.add_argument("--config", metavar="FILE", help="TOML/JSON policy parameters")
+    run.add_argument(
+        "--max-restarts", type=int, default=3, help="crashes before a job is failed (3)"
+    )
+    run.add_argument(
+        "--run-dir",
+        metavar="DIR",
+        help="checkpoints, logs, journal (default: shockwave-runs/<workload>-<policy>-<time>)",
+    )
+    run.add_argument("--output", metavar="R.json", help="also write the result here")
+    run.add_argument(
+        "--resume", metavar="DIR", help="continue the run in DIR (all settings come from it)"
+    )
+    run.set_defaults(handler=_run)
+
+
+# ------------------------------------------------------------------------------- profile
+def _profile(args: argparse.Namespace) -> int:
+    from shockwave.runtime.profile import profile_families, write_throughput_file
+
+    output = _writable(args.output)
+    families = _split(args.families)
+    gangs = [_integer(g, "--gangs") for g in _split(args.gangs)] if args.gangs else None
+    if not args.seconds > 0:
+        raise ValueError(f"--seconds must be > 0, got {args.seconds}")
+    started = time.monotonic()
+
+    def show(family: str, batch_size: int, gang: int, rate: float) -> None:
+        print(f"{family:16s} batch {batch_size:4d}  gang {gang}  {rate:10.1f} it/s")
+
+    table = profile_families(families or None, gangs, seconds=args.seconds, progress=show)
+    write_throughput_file(table, output)
+    print(f"wrote {output} ({len(table.entries)} entries, {time.monotonic() - started:.0f} s)")
+    return 0
+
+
+# ------------------------------------------------------------------------------ generate
+def _generate(args: argparse.Namespace) -> int:
+    from shockwave.runtime.generate import generate_real_workload
+
+    output = _writable(args.output)
+    if output.suffix != ".jsonl":
+        raise ValueError(f"-o {args.output}: a runnable workload is a native .jsonl file")
+    table = load_throughputs(args.throughputs)
+    modes = _split(args.modes) or list(ADAPTATION_MODES)
+    workload = generate_real_workload(
+        args.jobs,
+        args.gpus,
+        table,
+        minutes=args.minutes,
+        seed=args.seed,
+        load=args.load,
+        families=_split(args.families) or None,
+        modes=modes,  # type: ignore[arg-type]  # validated by the generator
+    )
+    write_native(workload, output)
+    work = sum(job.exclusive_gpu_seconds for job in workload.jobs)
+    print(
+        f"wrote {output}: {len(workload)} jobs, {work / 60:.1f} GPU-minutes of exclusive work "
+        f"on {args.gpus} GPUs (about {work / 60 / args.gpus:.1f} minutes of a full cluster)"
+    )
+    return 0
+
+
+# ----------------------------------------------------------------------------------- run
+def _run(args: argparse.Namespace) -> int:
+    from shockwave.runtime import resume_run
+
+    output = _writable(args.output) if args.output else None
+    display = LiveDisplay(sys.stderr)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        if args.resume:
+            extra = [
+                flag
+                for flag, value in (
+                    ("--workload", args.workload),
+                    ("--gpus", args.gpus),
+                    ("--policy", args.policy),
+                    ("--throughputs", args.throughputs),
+                    ("--config", args.config),
+                    ("--run-dir", args.run_dir),
+                )
+                if value is not None
+            ]
+            if extra:
+                raise ValueError(
+                    f"--resume takes its settings from the run directory; drop {', '.join(extra)}"
+                )
+            result = resume_run(args.resume, progress=display.update)
+        else:
+            result = _start_run(args, display)
+    finally:
+        display.close()
+        signal.signal(signal.SIGTERM, previous)
+    print(render_run(result))
+    if output is not None:
+        atomic_write_text(output, result.to_json(indent=1) + "\n")
+        print(f"wrote {output}")
+    print(f"run directory: {result.run_dir} (result.json, journal.sqlite, logs/, checkpoints/)")
+    if result.incomplete:
+        print(
+            f"interrupted: continue with 'shockwave cluster run --resume {result.run_dir}'",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    return EXIT_JOBS_FAILED if result.failed_jobs else 0
+
+
+def _start_run(args: argparse.Namespace, display: LiveDisplay) -> RunResult:
+    from shockwave.runtime import run_workload
+
+    missing = [
+        flag
+        for flag, value in (
+            ("--workload", args.workload),
+            ("--gpus", args.gpus),
+            ("--policy", args.policy),
+        )
+        if value is None
+    ]
+    if missing:
+        raise ValueError(f"cluster run needs {', '.join(missing)} (or --resume DIR)")
+    name = resolve_policy_name(args.policy)
+    parameters: dict[str, Any] = {}
+    settings: dict[str, Any] = {}
+    if args.config:
+        settings, all_parameters = read_config(Path(args.config))
+        parameters = all_parameters.get(name, {})
+        allowed = {"recompute_interval_seconds"}
+        unknown = sorted(set(settings) - allowed)
+        if unknown:
+            raise ValueError(
+                f"{args.config}: [simulation] {unknown[0]!r} does not apply to real runs"
+            )
+    workload = load_workload(args.workload, args.throughputs)
+    stem = Path(args.workload).stem
+    run_dir = Path(args.run_dir or f"shockwave-runs/{stem}-{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    config = RuntimeConfig(
+        gpus=args.gpus,
+        round_seconds=args.round_seconds,
+        executor=args.executor,
+        ray_address=args.ray_address,
+        max_restarts=args.max_restarts,
+        run_dir=run_dir,
+        workdir=Path(args.workload).resolve().parent,
+        **settings,
+    )
+    if args.ray_address and args.executor != "ray":
+        raise ValueError("--ray-address needs --executor ray")
+    return run_workload(
+        workload, name, config, policy_parameters=parameters, progress=display.update
+    )
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+# -------------------------------------------------------------------------------- output
+class LiveDisplay:
+    """A status line while a run goes on: redrawn on a terminal, one line per round otherwise."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self._last = 0.0
+        self._round = -1
+        self._shown = False
+
+    def update(self, engine: RuntimeEngine) -> None:
+        now = time.monotonic()
+        new_round = engine.k != self._round
+        if self.tty and not new_round and now - self._last < 0.25:
+            return
+        if not self.tty and not new_round:
+            return
+        self._round = engine.k
+        self._last = now
+        counts = engine.counts()
+        ended = counts.get("done", 0) + counts.get("failed", 0)
+        crashes = sum(run.crashes for run in engine.runs)
+        line = (
+            f"round {engine.k:4d}  t={engine.trace_now() - engine.origin:7.0f} s  "
+            f"slots {counts['slots_busy']}/{engine.gpus}  "
+            f"running {counts.get('running', 0) + counts.get('boundary', 0)}  "
+            f"done {ended}/{engine.n}  failed {counts.get('failed', 0)}  crashes {crashes}"
+        )
+        if self.tty:
+            self.stream.write("\r" + line.ljust(100))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._shown and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def render_run(result: RunResult) -> str:
+    """The summary of a real run: the simulation summary plus what only reality has."""
+    lines = [render_summary(result)]
+    launches = sum(result.launches)
+    delays = [s[1] for starts in result.start_seconds for s in starts if s[1] > 0]
+    waits = result.round_boundary_wait
+    rows = [
+        ("executor", f"{result.executor} ({result.slot_kind} slots)"),
+        (
+            "processes",
+            f"{launches} launches, {sum(result.preemptions)} preemptions, "
+            f"{sum(result.restarts)} crash restarts",
+        ),
+        ("failed jobs", ", ".join(map(str, result.failed_jobs)) or "none"),
+        (
+            "start delay",
+            f"mean {sum(delays) / len(delays):.2f} s over {len(delays)} starts" if delays else "-",
+        ),
+        (
+            "boundary wait",
+            f"mean {1000 * sum(waits) / len(waits):.0f} ms, max {1000 * max(waits):.0f} ms"
+            if waits
+            else "-",
+        ),
+    ]
+    if result.incomplete:
+        rows.append(("status", "INCOMPLETE (interrupted): aggregates over finished jobs"))
+    width = max(len(k) for k, _ in rows) if rows else 0
+    lines += [f"{k.ljust(max(width, 19))}  {v}" for k, v in rows]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------- helpers
+def _split(text: str | None) -> list[str]:
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+def _list(values: Any) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def _integer(text: str, flag: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{flag}: {text!r} is not an integer") from None
+
+
+def _writable(path_text: str) -> Path:
+    """Check an output path before any work starts."""
+    path = Path(path_text)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a directory, not an output file")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"{path}: directory {parent} does not exist")
+    return path

@@ -1,0 +1,222 @@
+"""Run real training jobs under a scheduling policy: the round-based cluster runtime.
+
+The same policies that drive the simulator (every built-in one, or your own, through the same
+:class:`~shockwave.policies.protocol.AllocationPolicy` / ``RoundPolicy`` protocol and
+:class:`~shockwave.sim.state.ClusterState`) drive real processes here: each round the scheduler
+builds the state from what the jobs reported, asks the policy, and grants leases; jobs
+checkpoint when preempted and resume when scheduled (:mod:`shockwave.job` is their side).
+
+* :func:`run_workload` runs a workload of runnable jobs (each with a ``run`` spec: a bundled
+  family or a user command) and returns a :class:`RunResult`;
+* :func:`resume_run` continues a run whose scheduler was killed or interrupted, from its journal;
+* executors: ``local`` (default: child processes) and ``ray`` (``pip install 'shockwave[ray]'``).
+
+A run directory holds ``journal.sqlite`` (every round, durable), ``workload.jsonl`` (the run's
+own copy of the workload), ``checkpoints/``, ``logs/`` (each job's output) and ``result.json``.
+See ``docs/runtime.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from shockwave import __version__
+from shockwave.atomic import atomic_write_text
+from shockwave.job.spec import SlotKind
+from shockwave.policies import make_policy, resolve_policy_name
+from shockwave.policies.protocol import Policy
+from shockwave.runtime.config import (
+    DEFAULT_RUN_ROUND_SECONDS,
+    EXECUTORS,
+    RuntimeConfig,
+    resolve_slot_kind,
+)
+from shockwave.runtime.engine import RunProgressCallback, RuntimeEngine
+from shockwave.runtime.executor import Executor
+from shockwave.runtime.journal import Journal, JournalError
+from shockwave.runtime.local_executor import LocalExecutor
+from shockwave.runtime.result import RunResult, run_result
+from shockwave.traces import read_native, write_native
+from shockwave.workload import Workload
+
+__all__ = [
+    "DEFAULT_RUN_ROUND_SECONDS",
+    "EXECUTORS",
+    "JournalError",
+    "RunResult",
+    "RuntimeConfig",
+    "resume_run",
+    "run_workload",
+]
+
+JOURNAL_NAME = "journal.sqlite"
+WORKLOAD_NAME = "workload.jsonl"
+RESULT_NAME = "result.json"
+
+#: Settings stored in the journal so that a resume runs with the same ones.
+_CONFIG_KEYS = (
+    "gpus",
+    "round_seconds",
+    "executor",
+    "ray_address",
+    "slot_kind",
+    "max_restarts",
+    "checkpoint_every_seconds",
+    "boundary_timeout_seconds",
+    "start_timeout_seconds",
+    "stop_timeout_seconds",
+    "recompute_interval_seconds",
+)
+
+
+def run_workload(
+    workload: Workload,
+    policy: str | Policy,
+    config: RuntimeConfig,
+    *,
+    policy_parameters: Mapping[str, Any] | None = None,
+    progress: RunProgressCallback | None = None,
+) -> RunResult:
+    """Run ``workload`` for real under ``policy`` (see the module notes).
+
+    Args:
+        workload: runnable jobs (``shockwave cluster generate``, or jobs with a ``run`` key).
+        policy: a built-in policy's name or a policy instance (a run with an instance can be
+            resumed only by passing an equivalent instance to :func:`resume_run`).
+        config: the cluster, the executor and the run directory (created; it must not hold a
+            journal already).
+        policy_parameters: parameters of a built-in policy given by name.
+        progress: called often with the engine (for a live display).
+
+    Returns:
+        The result, also written to ``run_dir/result.json``. A run interrupted by Ctrl-C returns
+        a result with ``incomplete = True`` (and re-raises nothing: check the flag).
+
+    Raises:
+        ValueError: for a workload that cannot run, a bad policy or setting, or slots the
+            machine does not have.
+        JournalError: if ``run_dir`` already holds a journal.
+    """
+    if isinstance(policy, str):
+        name = resolve_policy_name(policy)
+        parameters = dict(policy_parameters or {})
+        instance = make_policy(name, parameters)
+    else:
+        if policy_parameters:
+            raise ValueError("policy_parameters apply to a policy given by name only")
+        name, parameters, instance = f"<instance of {type(policy).__name__}>", {}, policy
+    slot_kind = _slot_kind(config)
+    run_dir = config.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    journal = Journal(run_dir / JOURNAL_NAME, create=True)
+    text = _workload_text(workload, run_dir / WORKLOAD_NAME)
+    journal.set_meta(
+        {
+            "policy": name,
+            "policy_parameters": parameters,
+            "config": {key: getattr(config, key) for key in _CONFIG_KEYS},
+            "workdir": str(config.workdir.resolve()),
+            "workload_sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "shockwave_version": __version__,
+        }
+    )
+    instance.reset()
+    return _execute(workload, instance, config, journal, slot_kind, progress, resume=False)
+
+
+def resume_run(
+    run_dir: str | Path,
+    *,
+    policy: Policy | None = None,
+    progress: RunProgressCallback | None = None,
+) -> RunResult:
+    """Continue the run in ``run_dir`` from its journal (a killed or interrupted scheduler).
+
+    The settings, the policy and the workload come from the run directory. Jobs resume from
+    their checkpoints; the round that was in flight when the scheduler stopped is lost.
+
+    Args:
+        run_dir: the run's directory (or its ``journal.sqlite``).
+        policy: required if the run was started with a policy instance, else not allowed.
+        progress: as for :func:`run_workload`.
+
+    Raises:
+        JournalError: for a missing or unreadable journal, or a run that already finished.
+    """
+    run_dir = Path(run_dir)
+    if run_dir.name == JOURNAL_NAME:
+        run_dir = run_dir.parent
+    journal = Journal(run_dir / JOURNAL_NAME, create=False)
+    meta = journal.meta()
+    if meta.get("finished"):
+        journal.close()
+        raise JournalError(f"{run_dir}: this run has finished; nothing to resume")
+    workload = read_native(run_dir / WORKLOAD_NAME)
+    settings = dict(meta["config"])
+    config = RuntimeConfig(**settings, run_dir=run_dir, workdir=Path(meta["workdir"]))
+    name = meta["policy"]
+    if name.startswith("<instance"):
+        if policy is None:
+            raise JournalError(f"{run_dir}: the run used {name}: pass an equivalent policy")
+        instance = policy
+    else:
+        if policy is not None:
+            raise JournalError(f"{run_dir}: the run used the built-in policy {name!r}")
+        instance = make_policy(name, meta.get("policy_parameters") or {})
+    instance.reset()
+    return _execute(workload, instance, config, journal, _slot_kind(config), progress, resume=True)
+
+
+def _execute(
+    workload: Workload,
+    policy: Policy,
+    config: RuntimeConfig,
+    journal: Journal,
+    slot_kind: SlotKind,
+    progress: RunProgressCallback | None,
+    *,
+    resume: bool,
+) -> RunResult:
+    started = time.perf_counter()
+    executor = make_executor(config)
+    try:
+        engine = RuntimeEngine(workload, policy, config, executor, journal, slot_kind, progress)
+        if resume:
+            snapshot = journal.snapshot()
+            if snapshot is not None:
+                engine.restore(journal.rounds(), snapshot[1])
+        engine.run()
+    except BaseException:
+        executor.close()
+        journal.close()
+        raise
+    result = run_result(engine, time.perf_counter() - started, executor.name)
+    atomic_write_text(config.run_dir / RESULT_NAME, result.to_json(indent=1) + "\n")
+    if not result.incomplete:
+        journal.set_meta({"finished": True})
+    journal.close()
+    return result
+
+
+def make_executor(config: RuntimeConfig) -> Executor:
+    """The executor ``config`` names."""
+    if config.executor == "ray":
+        from shockwave.runtime.ray_executor import RayExecutor  # optional dependency
+
+        return RayExecutor(config)
+    return LocalExecutor()
+
+
+def _slot_kind(config: RuntimeConfig) -> SlotKind:
+    if config.executor == "ray" and config.ray_address is not None:
+        return config.slot_kind or "gpu"  # a remote cluster: its nodes say what they have
+    return resolve_slot_kind(config.gpus, config.slot_kind)
+
+
+def _workload_text(workload: Workload, path: Path) -> str:
+    write_native(workload, path)
+    return path.read_text(encoding="utf-8")

@@ -1,0 +1,110 @@
+"""The executor protocol: how the scheduler starts job processes and talks to them.
+
+The scheduler (:mod:`shockwave.runtime.engine`) is the same for every executor. An executor
+starts one process per job *incarnation* (a launch of the job on its GPU slots), carries the
+lease protocol's messages (:mod:`shockwave.job.protocol`) both ways, and reports when a process
+ends. Two executors implement it: :class:`~shockwave.runtime.local_executor.LocalExecutor` (child
+processes of the scheduler) and :class:`~shockwave.runtime.ray_executor.RayExecutor` (Ray tasks
+that request the job's GPUs and run the same process on whatever node Ray picks).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from shockwave.job.protocol import JobMessage, SchedulerMessage
+from shockwave.job.spec import (
+    ENV_AUTHKEY,
+    ENV_CHANNEL,
+    ENV_GPUS,
+    ENV_JOB,
+    THREAD_VARIABLES,
+    JobLaunch,
+)
+
+
+@dataclass(frozen=True)
+class JobExited:
+    """A job process ended.
+
+    Attributes:
+        job_id, incarnation: which process.
+        returncode: its exit status (negative: killed by that signal), or ``None`` if unknown
+            (a Ray task whose worker died).
+        error: what the executor knows about the failure, if anything.
+    """
+
+    job_id: int
+    incarnation: int
+    returncode: int | None
+    error: str | None = None
+
+
+#: What :meth:`Executor.poll` returns: a message from a job, or the end of a job process.
+ExecutorEvent = JobMessage | JobExited
+
+
+class Executor(ABC):
+    """Starts job processes and carries their messages."""
+
+    #: the executor's name on the command line
+    name: str = "executor"
+
+    @abstractmethod
+    def start(self, launch: JobLaunch, workdir: Path, log_path: Path) -> None:
+        """Start incarnation ``launch.incarnation`` of job ``launch.job_id`` on ``launch.gpus``.
+
+        Its standard output and error are appended to ``log_path``; a user command runs in
+        ``workdir``.
+        """
+
+    @abstractmethod
+    def send(self, job_id: int, incarnation: int, message: SchedulerMessage) -> bool:
+        """Send ``message`` to the job's process; ``False`` if that process is gone."""
+
+    @abstractmethod
+    def poll(self, timeout: float) -> list[ExecutorEvent]:
+        """Messages and exits since the last call, waiting up to ``timeout`` seconds for one.
+
+        A process's messages always come before its :class:`JobExited`.
+        """
+
+    @abstractmethod
+    def kill(self, job_id: int) -> None:
+        """Kill the job's current process (SIGKILL); its :class:`JobExited` follows."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Kill every process still running and release the executor's resources."""
+
+
+def job_argv(launch: JobLaunch) -> list[str]:
+    """The command line of a job process: the bundled trainer, or the user's command."""
+    if launch.run.command is not None:
+        return list(launch.run.command)
+    return [sys.executable, "-m", "shockwave.job"]
+
+
+def job_environment(
+    launch: JobLaunch, channel: str, authkey: bytes, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of a job process (see :mod:`shockwave.job.spec`).
+
+    ``CUDA_VISIBLE_DEVICES`` is set to the job's slots on GPU slots; on CPU slots the thread
+    variables cap BLAS and OpenMP at the job's threads (one per slot).
+    """
+    env = dict(os.environ if base is None else base)
+    env[ENV_JOB] = launch.to_json()
+    env[ENV_CHANNEL] = channel
+    env[ENV_AUTHKEY] = authkey.hex()
+    env[ENV_GPUS] = ",".join(str(g) for g in launch.gpus)
+    if launch.slot_kind == "gpu":
+        env["CUDA_VISIBLE_DEVICES"] = env[ENV_GPUS]
+    for variable in THREAD_VARIABLES:
+        env[variable] = str(launch.threads)
+    return env

@@ -1,0 +1,81 @@
+"""Throughput tables of the bundled families, measured on this machine.
+
+``shockwave cluster profile`` runs each family's real training step at each of its batch sizes
+on 1, 2, ... slots (threads on a machine without GPUs) and writes the isolated throughputs in the
+original artifact's JSON layout, so that every tool that reads ``tacc_throughputs.json`` reads it:
+``{worker type: {"('<family> (batch size B)', gang)": {"null": iterations/s}}}``, the worker
+type being ``"cpu"`` or ``"gpu"``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from os import PathLike
+
+from shockwave.atomic import atomic_write_text
+from shockwave.job.families import FAMILIES
+from shockwave.job.profiling import measure_throughput
+from shockwave.runtime.config import usable_cores
+from shockwave.throughputs import ThroughputTable, format_job_type
+
+#: Called after every measurement with (family, batch size, gang size, iterations/s).
+ProfileCallback = Callable[[str, int, int, float], None]
+
+
+def default_gang_sizes() -> list[int]:
+    """Gang sizes worth measuring here: powers of two up to the cores (at most 8)."""
+    cores = usable_cores()
+    return [g for g in (1, 2, 4, 8) if g <= cores]
+
+
+def profile_families(
+    families: Sequence[str] | None = None,
+    gang_sizes: Sequence[int] | None = None,
+    *,
+    seconds: float = 2.0,
+    progress: ProfileCallback | None = None,
+) -> ThroughputTable:
+    """Measure every (family, batch size, gang size) and return the table.
+
+    Args:
+        families: which bundled families (default: all).
+        gang_sizes: which gang sizes (default: :func:`default_gang_sizes`); each must fit in the
+            cores.
+        seconds: measuring time per entry, seconds (after a warm-up).
+        progress: called after each entry.
+
+    Raises:
+        ValueError: naming the argument.
+    """
+    names = list(families) if families is not None else sorted(FAMILIES)
+    for name in names:
+        if name not in FAMILIES:
+            raise ValueError(
+                f"families: unknown family {name!r} (bundled: {', '.join(sorted(FAMILIES))})"
+            )
+    gangs = list(gang_sizes) if gang_sizes is not None else default_gang_sizes()
+    cores = usable_cores()
+    for gang in gangs:
+        if isinstance(gang, bool) or not isinstance(gang, int) or not 1 <= gang <= cores:
+            raise ValueError(f"gang sizes must be integers in [1, {cores}] here, got {gang!r}")
+    entries: dict[tuple[str, int, int], float] = {}
+    for name in names:
+        for batch_size in FAMILIES[name].batch_sizes:
+            for gang in gangs:
+                rate = measure_throughput(name, batch_size, gang, seconds=seconds)
+                entries[(name, batch_size, gang)] = rate
+                if progress is not None:
+                    progress(name, batch_size, gang, rate)
+    return ThroughputTable(entries, source="shockwave cluster profile")
+
+
+def write_throughput_file(
+    table: ThroughputTable, path: str | PathLike[str], worker_type: str = "cpu"
+) -> None:
+    """Write ``table`` in the original's layout (atomically)."""
+    body = {
+        f"('{format_job_type(model, batch_size)}', {gang})": {"null": rate}
+        for (model, batch_size, gang), rate in sorted(table.entries.items())
+    }
+    atomic_write_text(path, json.dumps({worker_type: body}, indent=1) + "\n")

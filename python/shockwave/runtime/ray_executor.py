@@ -1,0 +1,239 @@
+"""The Ray executor: every job incarnation runs in a Ray task that holds the job's GPUs.
+
+Needs ``pip install 'shockwave[ray]'``. Placement is Ray's: a job's task requests
+``num_gpus = gang size`` and ``num_cpus = 0`` (so that logical GPUs, not a machine's CPU count,
+limit how many jobs run at once), and Ray picks the node and the GPUs (``CUDA_VISIBLE_DEVICES``
+on real GPUs). On its node the task starts the same job process as the local executor (same
+environment, same lease protocol over a node-local Unix socket) and relays its messages to the
+scheduler through a broker actor pinned to the scheduler's node; scheduler messages travel back
+the same way. Nothing but Ray crosses machines.
+
+With ``ray_address`` the executor joins that cluster (every node needs this package installed,
+and the run directory must be on a file system all nodes share: jobs write their checkpoints and
+logs there). Without it, a local Ray instance is started with ``gpus`` logical GPUs and shut down
+at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import tempfile
+import threading
+import time
+from collections import deque
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any
+
+from shockwave.job.protocol import JobMessage, ProtocolError, SchedulerMessage
+from shockwave.job.spec import JobLaunch, SlotKind
+from shockwave.runtime.config import RuntimeConfig, machine_gpus
+from shockwave.runtime.executor import Executor, ExecutorEvent, JobExited
+from shockwave.runtime.job_process import JobProcess
+
+try:
+    import ray
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError("the ray executor needs Ray: pip install 'shockwave[ray]'") from exc
+
+#: A relay-level order (never forwarded to the job): SIGKILL the job's process.
+_KILL = b"__kill__"
+
+
+@ray.remote(num_cpus=0)
+class LeaseBroker:
+    """Mailboxes between the scheduler and the job tasks (an async actor)."""
+
+    def __init__(self) -> None:
+        self._inbox: list[tuple[str, int, int, Any]] = []
+        self._arrived = asyncio.Event()
+        self._outboxes: dict[tuple[int, int], asyncio.Queue[bytes]] = {}
+
+    def _outbox(self, job: int, incarnation: int) -> asyncio.Queue[bytes]:
+        return self._outboxes.setdefault((job, incarnation), asyncio.Queue())
+
+    async def post(self, job: int, incarnation: int, raw: bytes) -> None:
+        """A job's message, from its task."""
+        self._inbox.append(("message", job, incarnation, raw))
+        self._arrived.set()
+
+    async def post_exit(
+        self, job: int, incarnation: int, returncode: int | None, error: str | None
+    ) -> None:
+        """A job process ended, from its task (after all its messages)."""
+        self._inbox.append(("exit", job, incarnation, (returncode, error)))
+        self._arrived.set()
+        self._outboxes.pop((job, incarnation), None)
+
+    async def drain(self, timeout: float) -> list[tuple[str, int, int, Any]]:
+        """Everything posted since the last call (waiting up to ``timeout`` s for something)."""
+        if not self._inbox:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), timeout)
+        items, self._inbox = self._inbox, []
+        self._arrived.clear()
+        return items
+
+    async def send(self, job: int, incarnation: int, raw: bytes) -> None:
+        """A scheduler message for a job (or the relay's kill order)."""
+        self._outbox(job, incarnation).put_nowait(raw)
+
+    async def next_reply(self, job: int, incarnation: int, timeout: float) -> bytes | None:
+        """The next scheduler message for a job, waiting up to ``timeout`` s (for its task)."""
+        try:
+            return await asyncio.wait_for(self._outbox(job, incarnation).get(), timeout)
+        except asyncio.TimeoutError:
+            return None
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def run_job(launch_json: str, broker: Any, workdir: str, log_path: str) -> int | None:
+    """A job's Ray task: start the job process on this node's GPUs and relay its messages."""
+    launch = JobLaunch.from_json(launch_json)
+    ids = [int(float(g)) for g in ray.get_gpu_ids()][: launch.gang_size]
+    kind: SlotKind = "gpu" if machine_gpus() > 0 else "cpu"
+    launch = dataclasses.replace(launch, gpus=tuple(ids), slot_kind=kind)
+    cores = None
+    if kind == "cpu" and hasattr(os, "sched_getaffinity"):
+        allowed = sorted(os.sched_getaffinity(0))
+        cores = [allowed[g % len(allowed)] for g in ids]
+    socket_dir = Path(tempfile.mkdtemp(prefix="shockwave-ray-"))
+    process = JobProcess(
+        launch,
+        socket_dir / "job.sock",
+        os.urandom(32),
+        Path(workdir),
+        Path(log_path),
+        cores=cores,
+        base_env=dict(os.environ),
+    )
+    done = threading.Event()
+
+    def relay_replies() -> None:
+        while not done.is_set():
+            raw = ray.get(broker.next_reply.remote(launch.job_id, launch.incarnation, 1.0))
+            if raw is None:
+                continue
+            if raw == _KILL:
+                process.kill()
+            else:
+                process.send(SchedulerMessage.decode(raw))
+
+    replies = threading.Thread(target=relay_replies, daemon=True)
+    replies.start()
+    try:
+        while True:
+            for message in process.receive():
+                broker.post.remote(launch.job_id, launch.incarnation, message.encode())
+            exit_event = process.exited()
+            if exit_event is not None:
+                for message in process.receive():
+                    broker.post.remote(launch.job_id, launch.incarnation, message.encode())
+                ray.get(
+                    broker.post_exit.remote(
+                        launch.job_id, launch.incarnation, exit_event.returncode, exit_event.error
+                    )
+                )
+                return exit_event.returncode
+            conn = process.conn
+            if conn is not None and not process.messages_done:
+                wait([conn], timeout=0.05)
+            else:
+                time.sleep(0.02)
+    finally:
+        done.set()
+        if process.popen.poll() is None:
+            process.kill()
+        process.close()
+        with contextlib.suppress(OSError):
+            socket_dir.rmdir()
+
+
+class RayExecutor(Executor):
+    """Runs job processes on a Ray cluster (see the module notes)."""
+
+    name = "ray"
+
+    def __init__(self, config: RuntimeConfig) -> None:
+        self._started_ray = False
+        if not ray.is_initialized():
+            if config.ray_address is not None:
+                ray.init(address=config.ray_address, log_to_driver=False)
+            else:
+                ray.init(num_gpus=config.gpus, include_dashboard=False, log_to_driver=False)
+                self._started_ray = True
+        node = ray.get_runtime_context().get_node_id()
+        strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node, soft=False)
+        broker: Any = LeaseBroker  # Ray's actor class (its typing does not know the decorator)
+        self._broker = broker.options(scheduling_strategy=strategy).remote()
+        self._tasks: dict[int, tuple[int, Any]] = {}
+        self._exited: set[tuple[int, int]] = set()
+        self._pending: deque[ExecutorEvent] = deque()
+
+    def start(self, launch: JobLaunch, workdir: Path, log_path: Path) -> None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        ref = run_job.options(num_gpus=launch.gang_size, num_cpus=0).remote(
+            launch.to_json(), self._broker, str(workdir.resolve()), str(log_path.resolve())
+        )
+        self._tasks[launch.job_id] = (launch.incarnation, ref)
+
+    def send(self, job_id: int, incarnation: int, message: SchedulerMessage) -> bool:
+        current = self._tasks.get(job_id)
+        if current is None or current[0] != incarnation:
+            return False
+        self._broker.send.remote(job_id, incarnation, message.encode())
+        return True
+
+    def poll(self, timeout: float) -> list[ExecutorEvent]:
+        if self._pending:
+            timeout = 0.0
+        for kind, job, incarnation, payload in ray.get(self._broker.drain.remote(timeout)):
+            if kind == "message":
+                try:
+                    self._pending.append(JobMessage.decode(payload))
+                except ProtocolError as exc:
+                    self._pending.append(JobExited(job, incarnation, None, f"protocol: {exc}"))
+                    self._exited.add((job, incarnation))
+                    self.kill(job)
+            elif (job, incarnation) not in self._exited:
+                self._exited.add((job, incarnation))
+                returncode, error = payload
+                self._pending.append(JobExited(job, incarnation, returncode, error))
+        self._reap_dead_tasks()
+        events = list(self._pending)
+        self._pending.clear()
+        return events
+
+    def _reap_dead_tasks(self) -> None:
+        """Report tasks that ended without reporting their process's exit (a lost worker)."""
+        refs = {id(ref): (job, inc, ref) for job, (inc, ref) in self._tasks.items()}
+        if not refs:
+            return
+        ready, _ = ray.wait([r for _, _, r in refs.values()], num_returns=len(refs), timeout=0)
+        for ref in ready:
+            job, incarnation, _ = refs[id(ref)]
+            if (job, incarnation) in self._exited:
+                continue
+            try:
+                ray.get(ref)
+            except Exception as exc:  # any task failure is the job's crash
+                self._exited.add((job, incarnation))
+                self._pending.append(JobExited(job, incarnation, None, f"ray task: {exc}"))
+
+    def kill(self, job_id: int) -> None:
+        current = self._tasks.get(job_id)
+        if current is not None:
+            self._broker.send.remote(job_id, current[0], _KILL)
+
+    def close(self) -> None:
+        for incarnation_ref in self._tasks.values():
+            with contextlib.suppress(Exception):
+                ray.cancel(incarnation_ref[1], force=True)
+        self._tasks.clear()
+        with contextlib.suppress(Exception):
+            ray.kill(self._broker)
+        if self._started_ray:
+            ray.shutdown()

@@ -1,0 +1,154 @@
+"""The result of a real run: a simulation result's metrics plus what only reality has.
+
+:class:`RunResult` *is* a :class:`~shockwave.metrics.SimulationResult` (same metrics, defined the
+same way, ``mechanics = "physical"``), so everything that reads simulation results reads real
+runs too, and adds per job: crash restarts, preemptions, launches, the final digest, the
+measured throughput per batch size and the batch size of every epoch (what the job actually
+did), and per round the scheduler's own overheads. A failed job counts as dropped (its
+completion time is its failure time, as the original's dropped jobs).
+
+An interrupted run (Ctrl-C) gives a result with ``incomplete = True``: its aggregates are over
+the jobs that finished (finish-time fairness still uses every job of the workload in its
+contention factor); unfinished jobs have ``None`` times in the JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from shockwave.metrics import SimulationResult, summarize, unfair_fraction
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from shockwave.runtime.engine import RuntimeEngine
+
+
+@dataclass(frozen=True)
+class RunResult(SimulationResult):
+    """The metrics of a real run (see the module notes).
+
+    Extra JSON keys, per job in trace order: ``restarts`` (crash restarts), ``preemptions``
+    (stops at a round boundary), ``launches`` (processes started), ``final_digest`` (hex digest
+    of the final parameters, ``None`` if unfinished), ``errors`` (the latest error or ``None``),
+    ``epoch_batch_sizes`` (the batch size of every epoch, ``[[batch size, epochs], ...]``),
+    ``measured_throughput`` (``{batch size: iterations/s}`` measured while training),
+    ``start_seconds`` (per launch: ``[round, seconds from the round's dispatch to the job's
+    hello, seconds from launch to hello, 1 if it resumed from a checkpoint]``). Per round:
+    ``round_boundary_wait`` (seconds from a boundary until every running job reported at it),
+    ``round_decision_seconds`` (policy, journal and dispatch, seconds). Whole run: ``executor``,
+    ``slot_kind``, ``incomplete``, ``failed_jobs`` (ids), ``replay_divergence`` (rounds whose
+    replayed policy answer differed on resume), ``run_dir``.
+    """
+
+    executor: str
+    slot_kind: str
+    incomplete: bool
+    failed_jobs: list[int]
+    restarts: list[int]
+    preemptions: list[int]
+    launches: list[int]
+    final_digest: list[str | None]
+    errors: list[str | None]
+    epoch_batch_sizes: list[list[list[int]]]
+    measured_throughput: list[dict[str, float]]
+    start_seconds: list[list[list[float]]]
+    round_boundary_wait: list[float]
+    round_decision_seconds: list[float]
+    replay_divergence: list[int]
+    run_dir: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every metric as JSON-ready values (NaN, for unfinished jobs, becomes ``None``)."""
+        out: dict[str, Any] = _no_nan(super().to_dict())
+        return out
+
+    def jobs_frame(self) -> pd.DataFrame:
+        """One row per job: the simulation result's columns plus restarts, preemptions,
+        launches, final digest, error and measured throughput."""
+        frame = super().jobs_frame()
+        frame["restarts"] = self.restarts
+        frame["preemptions"] = self.preemptions
+        frame["launches"] = self.launches
+        frame["final_digest"] = self.final_digest
+        frame["error"] = self.errors
+        return frame
+
+
+def run_result(engine: RuntimeEngine, wall_seconds: float, executor: str) -> RunResult:
+    """The result of ``engine``'s run (finished or interrupted)."""
+    record = engine.record(engine.makespan, wall_seconds)
+    base = summarize(record)
+    finished = ~np.isnan(record.completion_time)
+    if not finished.all():
+        base = _partial(base, finished)
+    trace_order = np.empty(engine.n, dtype=np.int64)
+    trace_order[engine.position] = np.arange(engine.n, dtype=np.int64)
+    runs = [engine.runs[int(i)] for i in trace_order.tolist()]
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(SimulationResult)}
+    fields["mechanics"] = "physical"
+    return RunResult(
+        **fields,
+        executor=executor,
+        slot_kind=engine.slot_kind,
+        incomplete=engine.incomplete or not bool(finished.all()),
+        failed_jobs=[
+            int(job.job_id)
+            for job, run in zip(engine.workload.jobs, runs, strict=True)
+            if run.end_kind == "failed"
+        ],
+        restarts=[run.crashes for run in runs],
+        preemptions=[run.preemptions for run in runs],
+        launches=[run.launches for run in runs],
+        final_digest=[run.digest for run in runs],
+        errors=[run.error for run in runs],
+        epoch_batch_sizes=[[[b, c] for b, c in run.epoch_log] for run in runs],
+        measured_throughput=[
+            {
+                str(size): steps / seconds
+                for size, (steps, seconds) in sorted(run.throughput.items())
+            }
+            for run in runs
+        ],
+        start_seconds=[[list(s) for s in run.starts] for run in runs],
+        round_boundary_wait=list(engine.round_boundary_wait),
+        round_decision_seconds=list(engine.round_decision_seconds),
+        replay_divergence=list(engine.replay_divergence),
+        run_dir=str(engine.runtime.run_dir),
+    )
+
+
+def _partial(
+    base: SimulationResult, finished: np.ndarray[Any, np.dtype[np.bool_]]
+) -> SimulationResult:
+    """Aggregates over the finished jobs only (an interrupted run)."""
+    jct = np.asarray(base.jct, dtype=np.float64)[finished]
+    ftf = [r for r, ok in zip(base.ftf, finished.tolist(), strict=True) if ok]
+    if jct.shape[0] == 0:
+        nan = math.nan
+        return dataclasses.replace(
+            base, avg_jct=nan, median_jct=nan, p99_jct=nan, worst_ftf=nan, unfair_fraction=nan
+        )
+    return dataclasses.replace(
+        base,
+        avg_jct=float(np.mean(jct)),
+        median_jct=float(np.median(jct)),
+        p99_jct=float(np.percentile(jct, 99)),
+        worst_ftf=max(ftf),
+        unfair_fraction=unfair_fraction(ftf),
+    )
+
+
+def _no_nan(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, list):
+        return [_no_nan(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,255 @@
+"""The runtime's scheduler on a simulated clock with ideal jobs (tests/runtime_fakes.py).
+
+With jobs that follow their profiles exactly and start instantly, a real run must reproduce the
+``exact`` simulator (restart penalty 0): the same rounds, decisions and completion times. Faults
+(crashes, hangs, jobs that never start, bad reports), interruption and resume are scripted.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shockwave.job.spec import RunSpec
+from shockwave.policies import make_policy
+from shockwave.runtime.config import RuntimeConfig
+from shockwave.runtime.engine import RuntimeEngine
+from shockwave.runtime.journal import Journal
+from shockwave.runtime.result import RunResult, run_result
+from shockwave.sim import SimulationConfig, simulate
+from shockwave.workload import Job, Workload
+from tests.runtime_fakes import FakeClock, FakeExecutor, Fault
+
+
+def make_workload(seed: int = 0, jobs: int = 8) -> Workload:
+    """Runnable jobs with static and adapting profiles, gangs of 1 and 2, staggered arrivals."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(jobs):
+        epochs = int(rng.integers(3, 9))
+        mode = ["static", "gns", "accordion"][i % 3]
+        sizes = np.full(epochs, 32)
+        if mode == "gns":
+            sizes[epochs // 2 :] = 64
+        elif mode == "accordion":
+            sizes[1::2] = 128
+        seconds = 4.0 + 60.0 / sizes * rng.uniform(0.5, 2.0)
+        out.append(
+            Job(
+                job_id=i,
+                arrival_time=float(np.round(rng.uniform(0, 40), 1)) if i else 0.0,
+                gang_size=1 + int(i % 4 == 3),
+                model="fake",
+                dataset="",
+                mode=mode,
+                batch_sizes=sizes,
+                epoch_seconds=seconds,
+                samples_per_epoch=1000,
+                run=RunSpec(family="fake", seed=i),
+            )
+        )
+    return Workload(tuple(out))
+
+
+def run_fake(
+    workload: Workload,
+    policy: str,
+    run_dir: Path,
+    *,
+    gpus: int = 2,
+    tau: float = 10.0,
+    resume: bool = False,
+    clock: FakeClock | None = None,
+    config_overrides: dict[str, object] | None = None,
+    **executor_options: object,
+) -> tuple[RunResult, RuntimeEngine, FakeExecutor]:
+    clock = clock or FakeClock()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    executor = FakeExecutor(workload, clock, **executor_options)  # type: ignore[arg-type]
+    config = RuntimeConfig(
+        gpus=gpus,
+        round_seconds=tau,
+        run_dir=run_dir,
+        **(config_overrides or {}),  # type: ignore[arg-type]
+    )
+    journal = Journal(run_dir / "journal.sqlite", create=not resume)
+    policy_instance = make_policy(policy)
+    engine = RuntimeEngine(workload, policy_instance, config, executor, journal, "cpu", clock=clock)
+    if resume:
+        snapshot = journal.snapshot()
+        assert snapshot is not None
+        engine.restore(journal.rounds(), snapshot[1])
+    engine.run()
+    result = run_result(engine, 0.0, executor.name)
+    journal.close()
+    return result, engine, executor
+
+
+@pytest.mark.parametrize("policy", ["fifo", "gavel", "themis", "allox", "gandiva-fair"])
+def test_ideal_jobs_reproduce_the_exact_simulator(policy: str, tmp_path: Path) -> None:
+    workload = make_workload()
+    result, _, _ = run_fake(workload, policy, tmp_path)
+    expected = simulate(
+        workload,
+        policy,
+        SimulationConfig(gpus=2, round_seconds=10.0, restart_penalty_seconds=0.0),
+    )
+    assert not result.incomplete
+    assert result.mechanics == "physical"
+    assert result.rounds == expected.rounds
+    np.testing.assert_allclose(result.completion_time, expected.completion_time, rtol=1e-9)
+    np.testing.assert_allclose(result.record.service_seconds, expected.record.service_seconds)
+    np.testing.assert_array_equal(result.record.rounds_run, expected.record.rounds_run)
+    assert result.makespan == pytest.approx(expected.makespan)
+    assert result.ftf == pytest.approx(expected.ftf)
+
+
+def test_shockwave_runs_ideal_jobs_like_the_simulator(tmp_path: Path) -> None:
+    workload = make_workload(seed=3, jobs=10)
+    result, _, _ = run_fake(workload, "shockwave", tmp_path)
+    expected = simulate(
+        workload,
+        "shockwave",
+        SimulationConfig(gpus=2, round_seconds=10.0, restart_penalty_seconds=0.0),
+    )
+    # reported progress is whole samples (the simulator's is exact): decisions may differ at
+    # ties, but not the outcome
+    assert result.makespan == pytest.approx(expected.makespan, rel=0.02)
+    assert result.avg_jct == pytest.approx(expected.avg_jct, rel=0.05)
+
+
+def test_leases_are_extended_not_restarted(tmp_path: Path) -> None:
+    workload = make_workload()
+    result, _, executor = run_fake(workload, "fifo", tmp_path)
+    # a job chosen again keeps its process: it is launched once, plus once after each preemption
+    assert result.launches == [1 + p for p in result.preemptions]
+    assert sum(result.launches) < int(np.sum(result.record.rounds_run))
+    assert result.final_digest == [f"digest-{j.job_id}" for j in workload.jobs]
+    assert len(executor.launches) == sum(result.launches)
+
+
+def test_preempted_jobs_resume_from_their_checkpoints(tmp_path: Path) -> None:
+    workload = make_workload()
+    result, _, executor = run_fake(workload, "gandiva-fair", tmp_path, tau=3.0)
+    assert sum(result.preemptions) > 0
+    assert sum(result.launches) == len(workload) + sum(result.preemptions)
+    restored = [launch for launch in executor.launches if launch.incarnation > 0]
+    assert restored
+    assert all(result.final_digest)
+    # every job did its whole profile exactly once
+    np.testing.assert_allclose(
+        result.record.service_seconds, result.record.exclusive_seconds, rtol=1e-9
+    )
+
+
+def test_realised_batch_sizes_are_recorded_per_epoch(tmp_path: Path) -> None:
+    workload = make_workload()
+    result, _, _ = run_fake(workload, "gavel", tmp_path)
+    for job, runs in zip(workload.jobs, result.epoch_batch_sizes, strict=True):
+        expanded = [b for b, c in runs for _ in range(c)]
+        assert expanded == job.batch_sizes.tolist()
+
+
+def test_a_crashed_job_restarts_from_its_checkpoint_and_completes(tmp_path: Path) -> None:
+    workload = make_workload()
+    faults = {(2, 0): Fault("crash", after=5.0)}
+    result, _, _ = run_fake(workload, "fifo", tmp_path, faults=faults)
+    position = [int(j.job_id) for j in workload.jobs].index(2)
+    assert result.restarts[position] == 1
+    assert result.launches[position] == 2
+    assert result.final_digest[position] == "digest-2"
+    assert not result.failed_jobs
+    # the crash lost the work since the start (no checkpoint yet): it ran longer than alone
+    clean, _, _ = run_fake(workload, "fifo", tmp_path / "clean")
+    assert result.jct[position] > clean.jct[position]
+
+
+def test_a_job_that_keeps_crashing_is_reported_failed(tmp_path: Path) -> None:
+    workload = make_workload()
+    faults = {(1, i): Fault("crash", after=2.0) for i in range(5)}
+    result, _, _ = run_fake(
+        workload, "fifo", tmp_path, faults=faults, config_overrides={"max_restarts": 2}
+    )
+    position = [int(j.job_id) for j in workload.jobs].index(1)
+    assert result.failed_jobs == [1]
+    assert result.dropped_jobs == [1]
+    assert result.restarts[position] == 3
+    assert result.final_digest[position] is None
+    assert "3 crashes" in (result.errors[position] or "")
+    others = [d for i, d in enumerate(result.final_digest) if i != position]
+    assert all(others)
+
+
+def test_a_hung_job_is_killed_at_its_boundary_and_restarted(tmp_path: Path) -> None:
+    workload = make_workload()
+    faults = {(0, 0): Fault("hang")}
+    result, _, _ = run_fake(
+        workload, "fifo", tmp_path, faults=faults,
+        config_overrides={"boundary_timeout_seconds": 5.0},
+    )  # fmt: skip
+    assert result.restarts[0] == 1
+    assert "late" in (result.errors[0] or "")
+    assert all(result.final_digest)
+
+
+def test_a_job_that_never_says_hello_is_killed(tmp_path: Path) -> None:
+    workload = make_workload()
+    faults = {(0, 0): Fault("no-hello")}
+    result, _, _ = run_fake(
+        workload, "fifo", tmp_path, faults=faults,
+        config_overrides={"start_timeout_seconds": 3.0},
+    )  # fmt: skip
+    assert result.restarts[0] == 1
+    assert "no hello" in (result.errors[0] or "")
+    assert all(result.final_digest)
+
+
+def test_a_report_outside_the_jobs_regimes_fails_it_without_retries(tmp_path: Path) -> None:
+    workload = make_workload()
+    result, _, _ = run_fake(workload, "fifo", tmp_path, faults={(0, 0): Fault("bad-batch")})
+    assert result.failed_jobs == [0]
+    assert result.launches[0] == 1
+    assert "7919" in (result.errors[0] or "")
+
+
+def test_interrupt_stops_every_job_and_resume_finishes_the_run(tmp_path: Path) -> None:
+    workload = make_workload()
+    clock = FakeClock()
+    checkpoints: dict[int, float] = {}
+    interrupted, engine, _ = run_fake(
+        workload, "gavel", tmp_path, clock=clock, checkpoints=checkpoints,
+        interrupt_at=clock.now + 35.0,
+    )  # fmt: skip
+    assert interrupted.incomplete
+    assert math.isnan(interrupted.makespan) or interrupted.makespan > 0
+    stopped = [j for j in workload.jobs if int(j.job_id) in checkpoints]
+    assert stopped  # running jobs checkpointed when interrupted
+    assert "interrupted" in [
+        row[3] for row in Journal(tmp_path / "journal.sqlite", create=False).events()
+    ]
+    resumed, engine, _ = run_fake(
+        workload, "gavel", tmp_path, clock=clock, checkpoints=checkpoints, resume=True
+    )
+    assert not resumed.incomplete
+    assert all(resumed.final_digest)
+    assert resumed.replay_divergence == []
+    assert resumed.rounds > interrupted.rounds
+
+
+def test_resume_replays_a_stateful_policy_without_divergence(tmp_path: Path) -> None:
+    workload = make_workload(seed=5, jobs=10)
+    clock = FakeClock()
+    checkpoints: dict[int, float] = {}
+    first, _, _ = run_fake(
+        workload, "shockwave", tmp_path, clock=clock, checkpoints=checkpoints,
+        interrupt_at=clock.now + 60.0,
+    )  # fmt: skip
+    assert first.incomplete
+    resumed, _, _ = run_fake(
+        workload, "shockwave", tmp_path, clock=clock, checkpoints=checkpoints, resume=True
+    )
+    assert resumed.replay_divergence == []
+    assert not resumed.incomplete

@@ -335,7 +335,12 @@ def render_run(result: RunResult) -> str:
             f"{launches} launches, {sum(result.preemptions)} preemptions, "
             f"{sum(result.restarts)} crash restarts",
         ),
-        ("failed jobs", ", ".join(map(str, result.failed_jobs)) or "none"),
+        (
+            "failed jobs",
+            f"{len(result.failed_jobs)} (ids {', '.join(map(str, result.failed_jobs))})"
+            if result.failed_jobs
+            else "none",
+        ),
         (
             "start delay",
             f"mean {sum(delays) / len(delays):.2f} s over {len(delays)} starts" if delays else "-",

@@ -136,10 +136,10 @@ class Lease:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Lease:
         seconds = data.get("seconds")
-        if seconds is None:
+        if seconds is None:  # no time limit
             seconds = math.inf
-        if not _is_number(seconds) or seconds < 0:
-            raise ProtocolError(f"lease.seconds: must be a number >= 0, got {seconds!r}")
+        elif not _is_number(seconds) or seconds < 0:
+            raise ProtocolError(f"lease.seconds: must be a number >= 0 or null, got {seconds!r}")
         max_steps = data.get("max_steps")
         if max_steps is not None and not _is_count(max_steps, 0):
             raise ProtocolError(f"lease.max_steps: must be an integer >= 0, got {max_steps!r}")

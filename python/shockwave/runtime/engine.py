@@ -238,6 +238,8 @@ class RuntimeEngine(ExactEngine):
     def run(self) -> None:
         """Run until every job has finished or failed (Ctrl-C: see the module notes)."""
         tau = self.tau
+        for directory in (self.checkpoint_path(0).parent, self.log_path(0).parent):
+            directory.mkdir(parents=True, exist_ok=True)
         self.wall_start = self.clock()
         try:
             while self.finished < self.n:

@@ -1,0 +1,212 @@
+"""Throughput of a bundled family's real training step, measured in a fresh process.
+
+:func:`measure_throughput` starts ``python -m shockwave.job.profiling`` with the BLAS and OpenMP
+thread variables (:data:`~shockwave.job.spec.THREAD_VARIABLES`) set to the gang's threads
+*before* numpy is imported (a gang of ``k`` CPU slots trains with ``k`` threads), lets it run the
+trainer's step (:func:`shockwave.job.step.training_step`: augmentation, the two half-batch
+gradients, the adaptation's statistics, the momentum update) at one batch size, first for a
+warm-up of :data:`WARMUP_FRACTION` of the measuring time (at most :data:`MAX_WARMUP_SECONDS`),
+then for ``seconds``, and reads the rate it prints as JSON.
+
+The child prints one JSON object: ``{"family", "batch_size", "threads", "steps", "seconds",
+"steps_per_second", "samples_per_second"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from shockwave.job.adaptation import BatchSizeAdapter
+from shockwave.job.families import FAMILIES, get_family
+from shockwave.job.spec import MAX_SEED, THREAD_VARIABLES
+from shockwave.job.step import training_step
+from shockwave.job.trainer import AUGMENT_STREAM, INIT_STREAM, TrainingSettings, epoch_order
+
+#: Share of the measuring time spent warming up first.
+WARMUP_FRACTION = 0.25
+#: Longest warm-up, seconds.
+MAX_WARMUP_SECONDS = 1.0
+#: Fewest steps in the warm-up and in the measurement.
+MIN_STEPS = 3
+#: Seconds allowed for the child's start-up and data loading, beyond its measuring time.
+START_ALLOWANCE_SECONDS = 120.0
+
+
+def measure_throughput(
+    family: str, batch_size: int, threads: int, *, seconds: float = 2.0, seed: int = 0
+) -> float:
+    """Iterations per second of ``family``'s training step at ``batch_size`` on ``threads``.
+
+    Args:
+        family: a bundled family's name.
+        batch_size: samples per step, at least 2 (the step splits the batch in halves) and at
+            most the family's samples per epoch.
+        threads: CPU threads of BLAS and OpenMP (a gang's slots), >= 1.
+        seconds: measuring time after the warm-up, seconds (> 0, at most 3600).
+        seed: seed of the parameters, data order and augmentation.
+
+    Raises:
+        ValueError: naming the argument that is not valid.
+        RuntimeError: if the measuring process fails (its last error line is quoted).
+    """
+    _check_arguments(family, batch_size, threads, seconds, seed)
+    env = dict(os.environ)
+    for variable in THREAD_VARIABLES:
+        env[variable] = str(threads)
+    command = [
+        sys.executable,
+        "-m",
+        "shockwave.job.profiling",
+        "--family",
+        family,
+        "--batch-size",
+        str(batch_size),
+        "--seconds",
+        repr(float(seconds)),
+        "--seed",
+        str(seed),
+    ]
+    try:
+        done = subprocess.run(
+            command,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=2 * seconds + START_ALLOWANCE_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(
+            f"measuring {family} at batch size {batch_size} on {threads} threads timed out"
+        ) from None
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        errors = done.stderr.strip().splitlines()
+        last = errors[-1] if errors else f"exit status {done.returncode}"
+        raise RuntimeError(
+            f"measuring {family} at batch size {batch_size} on {threads} threads failed: {last}"
+        )
+    rate = float(json.loads(lines[-1])["steps_per_second"])
+    if not (math.isfinite(rate) and rate > 0):
+        raise RuntimeError(f"measuring {family} at batch size {batch_size}: bad rate {rate!r}")
+    return rate
+
+
+def measure_here(family: str, batch_size: int, seconds: float, seed: int) -> dict[str, Any]:
+    """Measure in this process (the child's work; thread variables are whatever they are)."""
+    chosen = get_family(family)
+    data = chosen.load()
+    settings = TrainingSettings.for_run(chosen, {})
+    params = chosen.init_params(np.random.default_rng([seed, INIT_STREAM]))
+    velocity = {name: np.zeros_like(value) for name, value in params.items()}
+    augment_rng = np.random.default_rng([seed, AUGMENT_STREAM])
+    adapter = BatchSizeAdapter("static", chosen.batch_sizes, gns_threshold=chosen.gns_threshold)
+    learning_rate = settings.learning_rate_at(batch_size, chosen.initial_batch_sizes[0])
+    per_epoch = chosen.samples_per_epoch
+    state = {"epoch": 0, "position": 0}
+    order = epoch_order(seed, 0, data.size, per_epoch)
+
+    def step() -> None:
+        nonlocal order
+        start = state["position"]
+        indices = order[start : start + batch_size]
+        training_step(
+            chosen,
+            data,
+            indices,
+            augment_rng,
+            params,
+            velocity,
+            learning_rate,
+            settings.momentum,
+            adapter,
+        )
+        state["position"] = start + int(indices.shape[0])
+        if state["position"] == per_epoch:
+            adapter.end_epoch(batch_size)
+            state["epoch"] += 1
+            state["position"] = 0
+            order = epoch_order(seed, state["epoch"], data.size, per_epoch)
+
+    def run_for(duration: float) -> tuple[int, float]:
+        steps, begin = 0, time.perf_counter()
+        while True:
+            step()
+            steps += 1
+            elapsed = time.perf_counter() - begin
+            if steps >= MIN_STEPS and elapsed >= duration:
+                return steps, elapsed
+
+    run_for(min(MAX_WARMUP_SECONDS, WARMUP_FRACTION * seconds))
+    steps, elapsed = run_for(seconds)
+    return {
+        "family": family,
+        "batch_size": batch_size,
+        "threads": os.environ.get(THREAD_VARIABLES[0]),
+        "steps": steps,
+        "seconds": elapsed,
+        "steps_per_second": steps / elapsed,
+        "samples_per_second": steps * batch_size / elapsed,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The measuring process: prints one JSON line."""
+    parser = argparse.ArgumentParser(
+        prog="python -m shockwave.job.profiling",
+        description="Measure a bundled family's training step (iterations per second).",
+    )
+    parser.add_argument("--family", required=True)
+    parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        _check_arguments(args.family, args.batch_size, 1, args.seconds, args.seed)
+        result = measure_here(args.family, args.batch_size, args.seconds, args.seed)
+    except (ValueError, OSError, ImportError) as exc:
+        print(f"shockwave.job.profiling: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(result))
+    return 0
+
+
+def _check_arguments(family: str, batch_size: int, threads: int, seconds: float, seed: int) -> None:
+    chosen = FAMILIES.get(family) if isinstance(family, str) else None
+    if chosen is None:
+        raise ValueError(
+            f"family: unknown family {family!r} (bundled: {', '.join(sorted(FAMILIES))})"
+        )
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or not 2 <= batch_size <= chosen.samples_per_epoch
+    ):
+        raise ValueError(
+            f"batch_size must be an integer in [2, {chosen.samples_per_epoch}], got {batch_size!r}"
+        )
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not math.isfinite(seconds)
+        or not 0 < seconds <= 3600
+    ):
+        raise ValueError(f"seconds must be a number in (0, 3600], got {seconds!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be an integer in [0, 2**63 - 1], got {seed!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -219,7 +219,7 @@ def test_interrupt_stops_every_job_and_resume_finishes_the_run(tmp_path: Path) -
     workload = make_workload()
     clock = FakeClock()
     checkpoints: dict[int, float] = {}
-    interrupted, engine, _ = run_fake(
+    interrupted, _, _ = run_fake(
         workload, "gavel", tmp_path, clock=clock, checkpoints=checkpoints,
         interrupt_at=clock.now + 35.0,
     )  # fmt: skip
@@ -230,7 +230,7 @@ def test_interrupt_stops_every_job_and_resume_finishes_the_run(tmp_path: Path) -
     assert "interrupted" in [
         row[3] for row in Journal(tmp_path / "journal.sqlite", create=False).events()
     ]
-    resumed, engine, _ = run_fake(
+    resumed, _, _ = run_fake(
         workload, "gavel", tmp_path, clock=clock, checkpoints=checkpoints, resume=True
     )
     assert not resumed.incomplete

@@ -40,6 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TraceError, ValueError, FileNotFoundError) as exc:
         print(f"shockwave: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("shockwave: interrupted", file=sys.stderr)
+        return 130
     return status
 
 

@@ -42,10 +42,10 @@ import numpy as np
 import numpy.typing as npt
 
 from shockwave.job.protocol import JobMessage, Lease, Report, SchedulerMessage
-from shockwave.job.spec import JobLaunch, SlotKind
+from shockwave.job.spec import SlotKind
 from shockwave.policies.protocol import AllocationPolicy, Policy, RoundPolicy
 from shockwave.runtime.config import RuntimeConfig
-from shockwave.runtime.executor import Executor, ExecutorEvent, JobExited
+from shockwave.runtime.executor import Executor, ExecutorEvent, JobExited, job_launch
 from shockwave.runtime.journal import Journal, JournalRound
 from shockwave.sim.config import SimulationConfig
 from shockwave.sim.engine import ProgressColumns
@@ -150,11 +150,7 @@ class RuntimeEngine(ExactEngine):
             recompute_interval_seconds=config.recompute_interval_seconds,
         )
         for job in workload.jobs:
-            if job.run is None or job.samples_per_epoch is None:
-                raise ValueError(
-                    f"job {job.job_id} cannot run for real: it has no 'run' spec "
-                    "(a workload from 'shockwave cluster generate', or jobs with a 'run' key)"
-                )
+            job_launch(job, 0, (0,), slot_kind, "")  # refuses a job that cannot run
         super().__init__(workload, policy, sim_config, None)
         self.clock = clock
         self.runtime = config
@@ -543,8 +539,6 @@ class RuntimeEngine(ExactEngine):
     def _launch(self, j: int, slots: tuple[int, ...]) -> None:
         run = self.runs[j]
         job = self.jobs[j]
-        assert job.run is not None
-        assert job.samples_per_epoch is not None
         run.incarnation += 1
         run.launches += 1
         run.slots = slots
@@ -554,22 +548,8 @@ class RuntimeEngine(ExactEngine):
         run.launch_wall = self.clock()
         run.busy_seen = 0.0
         run.steps_seen = run.steps
-        threads = len(slots)
-        launch = JobLaunch(
-            job_id=int(job.job_id),
-            incarnation=run.incarnation,
-            model=job.model,
-            mode=job.mode,
-            epochs=job.num_epochs,
-            batch_sizes=tuple(sorted(self.regimes[j])),
-            initial_batch_size=job.initial_batch_size,
-            samples_per_epoch=int(job.samples_per_epoch),
-            gang_size=job.gang_size,
-            gpus=slots,
-            slot_kind=self.slot_kind,
-            threads=threads,
-            checkpoint_path=str(self.checkpoint_path(j)),
-            run=job.run,
+        launch = job_launch(
+            job, run.incarnation, slots, self.slot_kind, str(self.checkpoint_path(j))
         )
         self.journal.event(
             "launch",

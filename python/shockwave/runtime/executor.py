@@ -25,7 +25,9 @@ from shockwave.job.spec import (
     ENV_JOB,
     THREAD_VARIABLES,
     JobLaunch,
+    SlotKind,
 )
+from shockwave.workload import Job
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,40 @@ class Executor(ABC):
     @abstractmethod
     def close(self) -> None:
         """Kill every process still running and release the executor's resources."""
+
+
+def job_launch(
+    job: Job, incarnation: int, slots: tuple[int, ...], slot_kind: SlotKind, checkpoint_path: str
+) -> JobLaunch:
+    """What incarnation ``incarnation`` of a runnable ``job`` on ``slots`` is told.
+
+    Its batch sizes are the distinct batch sizes of its planning profile (its regimes); it gets
+    one CPU thread per slot.
+
+    Raises:
+        ValueError: for a job without a ``run`` spec or samples per epoch.
+    """
+    if job.run is None or job.samples_per_epoch is None:
+        raise ValueError(
+            f"job {job.job_id} cannot run for real: it has no 'run' spec "
+            "(a workload from 'shockwave cluster generate', or jobs with a 'run' key)"
+        )
+    return JobLaunch(
+        job_id=int(job.job_id),
+        incarnation=incarnation,
+        model=job.model,
+        mode=job.mode,
+        epochs=job.num_epochs,
+        batch_sizes=tuple(sorted({int(b) for b in job.batch_sizes.tolist()})),
+        initial_batch_size=job.initial_batch_size,
+        samples_per_epoch=int(job.samples_per_epoch),
+        gang_size=job.gang_size,
+        gpus=slots,
+        slot_kind=slot_kind,
+        threads=len(slots),
+        checkpoint_path=checkpoint_path,
+        run=job.run,
+    )
 
 
 def job_argv(launch: JobLaunch) -> list[str]:

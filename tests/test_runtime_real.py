@@ -1,0 +1,259 @@
+"""Real runs: real training processes under the scheduler, on this machine's cores.
+
+Tiny jobs of the bundled families (a few seconds of training each) in rounds of about a second,
+so that they are preempted, resumed and extended many times. Every job must end with the digest
+of the same job trained alone without interruption, whatever happened to it: preemptions, a
+SIGKILL, a killed scheduler, Ctrl-C. Both executors run (Ray when installed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shockwave.job.families import FAMILIES
+from shockwave.job.spec import RunSpec
+from shockwave.runtime import RuntimeConfig, run_workload
+from shockwave.runtime.config import usable_cores
+from shockwave.runtime.engine import RuntimeEngine
+from shockwave.runtime.generate import job_regimes, planned_schedule
+from shockwave.runtime.reference import reference_digest
+from shockwave.traces import write_native
+from shockwave.workload import Job, Workload
+
+pytestmark = pytest.mark.skipif(usable_cores() < 2, reason="needs two cores (two CPU slots)")
+
+#: (family, mode, initial batch size, epochs, gang size, arrival seconds)
+TINY = [
+    ("softmax-digits", "gns", 16, 12, 1, 0.0),
+    ("mlp-digits", "static", 32, 3, 1, 0.0),
+    ("rnn-sines", "accordion", 16, 4, 1, 0.5),
+    ("softmax-digits", "accordion", 32, 10, 2, 1.0),
+    ("mlp-digits", "gns", 16, 3, 1, 1.5),
+]
+
+
+def tiny_workload() -> Workload:
+    jobs = []
+    for i, (name, mode, initial, epochs, gang, arrival) in enumerate(TINY):
+        family = FAMILIES[name]
+        regimes = job_regimes(family, mode, initial)  # type: ignore[arg-type]
+        jobs.append(
+            Job(
+                job_id=i,
+                arrival_time=arrival,
+                gang_size=gang,
+                model=name,
+                dataset=family.dataset,
+                mode=mode,  # type: ignore[arg-type]
+                batch_sizes=planned_schedule(mode, regimes, epochs),  # type: ignore[arg-type]
+                epoch_seconds=np.full(epochs, 0.6),
+                samples_per_epoch=family.samples_per_epoch,
+                run=RunSpec(family=name, seed=100 + i),
+            )
+        )
+    return Workload(tuple(jobs), source="tiny")
+
+
+@pytest.fixture(scope="module")
+def workload() -> Workload:
+    return tiny_workload()
+
+
+@pytest.fixture(scope="module")
+def references(workload: Workload) -> list[str]:
+    """Each job's digest when it trains alone, uninterrupted."""
+    return [reference_digest(job, timeout=300) for job in workload.jobs]
+
+
+def check_against_references(result_digests: list[str | None], references: list[str]) -> None:
+    assert result_digests == references
+
+
+def test_local_run_preempts_and_ends_with_the_uninterrupted_digests(
+    workload: Workload, references: list[str], tmp_path: Path
+) -> None:
+    config = RuntimeConfig(gpus=2, round_seconds=1.0, run_dir=tmp_path / "run")
+    result = run_workload(workload, "gandiva-fair", config)
+    assert not result.incomplete
+    assert not result.failed_jobs
+    assert result.mechanics == "physical"
+    assert sum(result.preemptions) >= 3  # time-sharing 5 jobs on 2 slots in 1 s rounds
+    assert max(result.launches) >= 2
+    check_against_references(result.final_digest, references)
+    for job, runs in zip(workload.jobs, result.epoch_batch_sizes, strict=True):
+        assert sum(count for _, count in runs) == job.num_epochs
+        assert {size for size, _ in runs} <= set(job.batch_sizes.tolist())
+    assert all(rates for rates in result.measured_throughput)
+    saved = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert saved["final_digest"] == references
+
+
+def test_a_job_killed_mid_round_resumes_from_its_checkpoint(
+    workload: Workload, references: list[str], tmp_path: Path
+) -> None:
+    killed: list[int] = []
+
+    def kill_once(engine: RuntimeEngine) -> None:
+        if killed or engine.k < 3:
+            return
+        for j, run in enumerate(engine.runs):
+            if run.status == "running":
+                process = engine.executor._processes[int(engine.job_ids[j])]  # type: ignore[attr-defined]
+                os.kill(process.popen.pid, signal.SIGKILL)
+                killed.append(int(engine.job_ids[j]))
+                return
+
+    config = RuntimeConfig(gpus=2, round_seconds=1.0, run_dir=tmp_path / "run")
+    result = run_workload(workload, "shockwave", config, progress=kill_once)
+    assert killed
+    position = [int(j.job_id) for j in workload.jobs].index(killed[0])
+    assert result.restarts[position] == 1
+    assert not result.failed_jobs
+    check_against_references(result.final_digest, references)
+
+
+# ------------------------------------------------------------------------- command line
+def _cli(*args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from shockwave.cli import main; sys.exit(main())",
+        *args,
+    ]
+
+
+def _rounds(journal: Path) -> int:
+    try:
+        with sqlite3.connect(journal) as db:
+            return int(db.execute("SELECT COUNT(*) FROM rounds").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.fixture
+def workload_file(workload: Workload, tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.jsonl"
+    write_native(workload, path)
+    return path
+
+
+def _start(workload_file: Path, run_dir: Path, policy: str = "shockwave") -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        _cli(
+            "cluster", "run", "--workload", str(workload_file), "--gpus", "2", "--policy",
+            policy, "--round-seconds", "1", "--run-dir", str(run_dir),
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def _wait_for_rounds(run_dir: Path, rounds: int, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 120
+    while _rounds(run_dir / "journal.sqlite") < rounds:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+def _resume(run_dir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        _cli("cluster", "run", "--resume", str(run_dir)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_a_killed_scheduler_resumes_from_its_journal(
+    workload_file: Path, references: list[str], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    process = _start(workload_file, run_dir)
+    _wait_for_rounds(run_dir, 4, process)
+    process.kill()  # SIGKILL: no clean-up at all
+    process.communicate()
+    time.sleep(1.0)  # its jobs see the lost connection, checkpoint and exit
+    done = _resume(run_dir)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["incomplete"] is False
+    assert result["replay_divergence"] == []
+    check_against_references(result["final_digest"], references)
+    with sqlite3.connect(run_dir / "journal.sqlite") as db:
+        kinds = [row[0] for row in db.execute("SELECT kind FROM events")]
+    assert "resumed" in kinds
+
+
+def test_ctrl_c_checkpoints_writes_an_incomplete_result_and_exits_130(
+    workload_file: Path, references: list[str], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    process = _start(workload_file, run_dir, policy="gavel")
+    _wait_for_rounds(run_dir, 3, process)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    assert "--resume" in err
+    partial = json.loads((run_dir / "result.json").read_text())
+    assert partial["incomplete"] is True
+    assert list((run_dir / "checkpoints").glob("job-*.ckpt"))
+    done = _resume(run_dir)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["incomplete"] is False
+    check_against_references(result["final_digest"], references)
+
+
+def test_more_slots_than_cores_is_refused_with_a_clear_message(
+    workload_file: Path, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        _cli(
+            "cluster", "run", "--workload", str(workload_file), "--gpus",
+            str(usable_cores() + 1), "--policy", "fifo", "--run-dir", str(tmp_path / "r"),
+        ),
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "cores" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_workload_that_cannot_run_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "sim-only.jsonl"
+    job = Job(0, 0.0, 1, "ResNet-18", "CIFAR-10", "static", [32], [10.0])
+    write_native(Workload((job,)), path)
+    done = subprocess.run(
+        _cli("cluster", "run", "--workload", str(path), "--gpus", "1", "--policy", "fifo",
+             "--run-dir", str(tmp_path / "r")),
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "cannot run for real" in done.stderr
+
+
+# -------------------------------------------------------------------------------- Ray
+def test_ray_executor_runs_the_same_jobs_to_the_same_digests(
+    workload: Workload, references: list[str], tmp_path: Path
+) -> None:
+    pytest.importorskip("ray")
+    config = RuntimeConfig(gpus=2, round_seconds=1.0, executor="ray", run_dir=tmp_path / "run")
+    result = run_workload(workload, "gandiva-fair", config)
+    assert result.executor == "ray"
+    assert not result.failed_jobs
+    assert sum(result.preemptions) >= 3
+    check_against_references(result.final_digest, references)

@@ -253,3 +253,31 @@ def test_resume_replays_a_stateful_policy_without_divergence(tmp_path: Path) -> 
     )
     assert resumed.replay_divergence == []
     assert not resumed.incomplete
+
+
+def test_realized_workload_replays_what_the_jobs_did(tmp_path: Path) -> None:
+    from shockwave.runtime.realized import realized_workload
+    from shockwave.throughputs import ThroughputTable
+
+    workload = make_workload()
+    # a table that agrees with the profiles: fake jobs run at exactly these rates
+    entries = {}
+    for job in workload.jobs:
+        for size, seconds in zip(job.batch_sizes.tolist(), job.epoch_seconds.tolist(), strict=True):
+            entries[(job.model, int(size), job.gang_size)] = (1000 / size) / seconds
+    result, _, _ = run_fake(workload, "gavel", tmp_path)
+    table = ThroughputTable(entries)
+    # fake jobs of one model share the table entry of their batch size: only its last value counts
+    for durations in ("table", "measured"):
+        replay = realized_workload(workload, result, durations=durations, table=table)
+        for job, real in zip(workload.jobs, replay.jobs, strict=True):
+            np.testing.assert_array_equal(real.batch_sizes, job.batch_sizes)
+            assert real.run == job.run
+    measured = realized_workload(workload, result.to_dict(), durations="measured", table=table)
+    for job, real in zip(workload.jobs, measured.jobs, strict=True):
+        # a static job's measured rate is its profile's (up to whole steps: the table's formula
+        # counts a partial last step as a fraction, the job as a step)
+        if job.mode == "static":
+            np.testing.assert_allclose(real.epoch_seconds, job.epoch_seconds, rtol=0.03)
+    with pytest.raises(ValueError, match="not a run of this workload"):
+        realized_workload(make_workload(jobs=3), result, table=table)

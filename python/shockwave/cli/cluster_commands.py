@@ -136,6 +136,24 @@ def register(subparsers: Any) -> None:
     )
     run.set_defaults(handler=_run)
 
+    realized = commands.add_parser(
+        "realized",
+        help="write what a run's jobs actually did as a workload to simulate",
+        description="Rebuild a finished run's workload with the batch size every epoch really "
+        "ran at, and epoch durations from the throughput table or from the throughput measured "
+        "during the run, so that 'shockwave simulate' replays the same jobs.",
+    )
+    realized.add_argument("run_dir", metavar="RUN_DIR", help="a finished run's directory")
+    realized.add_argument("-o", "--output", required=True, metavar="OUT.jsonl")
+    realized.add_argument(
+        "--durations",
+        choices=("table", "measured"),
+        default="table",
+        help="epoch durations from the table (default) or from the run's measurements",
+    )
+    realized.add_argument("--throughputs", metavar="T.json", help="the table (default: the run's)")
+    realized.set_defaults(handler=_realized)
+
 
 # ------------------------------------------------------------------------------- profile
 def _profile(args: argparse.Namespace) -> int:
@@ -182,6 +200,30 @@ def _generate(args: argparse.Namespace) -> int:
         f"wrote {output}: {len(workload)} jobs, {work / 60:.1f} GPU-minutes of exclusive work "
         f"on {args.gpus} GPUs (about {work / 60 / args.gpus:.1f} minutes of a full cluster)"
     )
+    return 0
+
+
+# ------------------------------------------------------------------------------ realized
+def _realized(args: argparse.Namespace) -> int:
+    from shockwave.runtime import RESULT_NAME, WORKLOAD_NAME
+    from shockwave.runtime.realized import realized_workload
+    from shockwave.runtime.result import read_run_result
+
+    output = _writable(args.output)
+    run_dir = Path(args.run_dir)
+    workload = load_workload(run_dir / WORKLOAD_NAME)
+    result = read_run_result(run_dir / RESULT_NAME)
+    if result["incomplete"]:
+        raise ValueError(f"{run_dir}: the run is incomplete (resume it first)")
+    table = load_throughputs(args.throughputs) if args.throughputs else None
+    replay = realized_workload(workload, result, durations=args.durations, table=table)
+    write_native(replay, output)
+    changed = sum(
+        int((a.batch_sizes != b.batch_sizes).sum())
+        for a, b in zip(workload.jobs, replay.jobs, strict=True)
+    )
+    total = sum(job.num_epochs for job in workload.jobs)
+    print(f"wrote {output}: {len(replay)} jobs, {changed} of {total} epochs off the plan")
     return 0
 
 

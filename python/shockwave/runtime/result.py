@@ -15,8 +15,11 @@ contention factor); unfinished jobs have ``None`` times in the JSON.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -152,3 +155,20 @@ def _no_nan(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _no_nan(v) for k, v in value.items()}
     return value
+
+
+def read_run_result(path: str | PathLike[str]) -> dict[str, Any]:
+    """A run's ``result.json`` as a JSON object.
+
+    Raises:
+        ValueError: naming the file, if it cannot be read or is not a run's result.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the run's result ({exc.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a JSON result ({exc})") from None
+    if not isinstance(data, dict) or data.get("mechanics") != "physical":
+        raise ValueError(f"{path}: not the result of a real run")
+    return data

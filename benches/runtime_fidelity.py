@@ -1,0 +1,263 @@
+"""Fidelity of the simulator against real runs: the same workload, physical and simulated.
+
+Profiles the bundled families on this machine (``shockwave cluster profile``), generates a
+runnable workload (``shockwave cluster generate``), runs it for real on 2 CPU slots under each
+policy (``shockwave cluster run``), and replays it in the ``exact`` simulator in steps that add
+one real effect at a time, so that each difference is measured, not guessed:
+
+* ``planned``: the workload as generated (planned batch-size schedules, profiled durations, no
+  restart cost): what a user predicts before running;
+* ``realized``: every job with the batch size each epoch really ran at (reported by the jobs);
+* ``+ restart``: plus the measured start-up cost of a (re)started job as the restart penalty
+  (mean seconds from a round's dispatch to the job's first step);
+* ``+ measured throughput``: plus each job's measured iterations/s per batch size instead of the
+  profiled ones (contention between the two jobs sharing the machine, noise).
+
+What is left between the last step and the physical run is the round overhead (the boundary
+wait and the decision, measured per round) and what the simulator does not model.
+
+Run (about 45 minutes on a 2-core machine; nothing else should run meanwhile)::
+
+    python benches/runtime_fidelity.py --out results/fidelity --write
+
+``--write`` replaces the fidelity section of ``benches/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from shockwave.metrics import SimulationResult
+from shockwave.runtime import RunResult, RuntimeConfig, run_workload
+from shockwave.runtime.engine import RuntimeEngine
+from shockwave.runtime.generate import generate_real_workload
+from shockwave.runtime.profile import profile_families, write_throughput_file
+from shockwave.runtime.realized import realized_workload
+from shockwave.sim import SimulationConfig, simulate
+from shockwave.throughputs import ThroughputTable
+from shockwave.traces import load_throughputs, write_native
+from shockwave.workload import Workload
+
+README = Path(__file__).resolve().parent / "README.md"
+BEGIN = "<!-- runtime-fidelity:begin -->"
+END = "<!-- runtime-fidelity:end -->"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("results/fidelity"))
+    parser.add_argument("--jobs", type=int, default=14)
+    parser.add_argument("--gpus", type=int, default=2)
+    parser.add_argument("--minutes", type=float, default=20.0)
+    parser.add_argument("--round-seconds", type=float, default=15.0)
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--policies", default="shockwave,gavel")
+    parser.add_argument("--throughputs", help="use this table instead of profiling")
+    parser.add_argument("--profile-seconds", type=float, default=3.0)
+    parser.add_argument("--write", action="store_true", help="update benches/README.md")
+    args = parser.parse_args(argv)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+
+    if args.throughputs:
+        table = load_throughputs(args.throughputs)
+    else:
+        print("profiling the bundled families ...", flush=True)
+        table = profile_families(seconds=args.profile_seconds)
+        write_throughput_file(table, out / "throughputs.json")
+    workload = generate_real_workload(
+        args.jobs, args.gpus, table, minutes=args.minutes, seed=args.seed
+    )
+    write_native(workload, out / "workload.jsonl")
+
+    report: dict[str, Any] = {
+        "jobs": args.jobs,
+        "gpus": args.gpus,
+        "minutes": args.minutes,
+        "round_seconds": args.round_seconds,
+        "seed": args.seed,
+        "policies": {},
+    }
+    digests: dict[str, list[str | None]] = {}
+    for policy in [p.strip() for p in args.policies.split(",") if p.strip()]:
+        run_dir = out / f"run-{policy}"
+        if (run_dir / "result.json").exists():
+            raise SystemExit(f"{run_dir} holds a run already; choose another --out")
+        print(f"physical run under {policy} ...", flush=True)
+        config = RuntimeConfig(gpus=args.gpus, round_seconds=args.round_seconds, run_dir=run_dir)
+        physical = run_workload(workload, policy, config, progress=_progress())
+        print()
+        digests[policy] = physical.final_digest
+        report["policies"][policy] = _compare(workload, policy, physical, table, args)
+    names = list(digests)
+    if len(names) > 1:
+        same = sum(1 for values in zip(*digests.values(), strict=True) if len(set(values)) == 1)
+        report["digests_identical_across_policies"] = f"{same}/{len(workload)}"
+    report["wall_minutes"] = (time.monotonic() - started) / 60.0
+    (out / "fidelity.json").write_text(json.dumps(report, indent=1) + "\n")
+    markdown = render(report)
+    print(markdown)
+    if args.write:
+        text = README.read_text()
+        if BEGIN in text and END in text:
+            head, rest = text.split(BEGIN, 1)
+            _, tail = rest.split(END, 1)
+            text = head + BEGIN + "\n" + markdown + "\n" + END + tail
+        else:
+            text = text.rstrip() + "\n\n" + BEGIN + "\n" + markdown + "\n" + END + "\n"
+        README.write_text(text)
+        print(f"updated {README}")
+    return 0
+
+
+def _progress() -> Any:
+    last = [-1]
+
+    def show(engine: RuntimeEngine) -> None:
+        if engine.k != last[0]:
+            last[0] = engine.k
+            counts = engine.counts()
+            done = counts.get("done", 0) + counts.get("failed", 0)
+            sys.stdout.write(
+                f"\r  round {engine.k:4d}  t={engine.trace_now() - engine.origin:6.0f} s  "
+                f"done {done}/{engine.n}"
+            )
+            sys.stdout.flush()
+
+    return show
+
+
+def _compare(
+    workload: Workload,
+    policy: str,
+    physical: RunResult,
+    table: ThroughputTable,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    starts = [s for job in physical.start_seconds for s in job if s[1] > 0]
+    restart = statistics.fmean(s[1] for s in starts) if starts else 0.0
+    overhead = [
+        w + d
+        for w, d in zip(physical.round_boundary_wait, physical.round_decision_seconds, strict=False)
+    ]
+
+    def sim(w: Workload, penalty: float) -> SimulationResult:
+        return simulate(
+            w,
+            policy,
+            SimulationConfig(
+                gpus=args.gpus,
+                round_seconds=args.round_seconds,
+                restart_penalty_seconds=penalty,
+            ),
+        )
+
+    realized = realized_workload(workload, physical, table=table)
+    measured = realized_workload(workload, physical, durations="measured", table=table)
+    steps = {
+        "planned": sim(workload, 0.0),
+        "realized": sim(realized, 0.0),
+        "+ restart": sim(realized, restart),
+        "+ measured throughput": sim(measured, restart),
+    }
+    ratios = []
+    for job, rates in zip(workload.jobs, physical.measured_throughput, strict=True):
+        for size, rate in rates.items():
+            profiled = table.isolated(job.model, int(size), job.gang_size)
+            ratios.append(rate / profiled)
+    planned_epochs = sum(
+        int((job.batch_sizes != real.batch_sizes).sum())
+        for job, real in zip(workload.jobs, realized.jobs, strict=True)
+    )
+    total_epochs = sum(job.num_epochs for job in workload.jobs)
+    return {
+        "physical": _metrics(physical),
+        "simulated": {name: _metrics(result) for name, result in steps.items()},
+        "launches": sum(physical.launches),
+        "preemptions": sum(physical.preemptions),
+        "crash_restarts": sum(physical.restarts),
+        "failed_jobs": physical.failed_jobs,
+        "restart_seconds_mean": restart,
+        "restart_seconds_max": max((s[1] for s in starts), default=0.0),
+        "round_overhead_ms_mean": 1000 * statistics.fmean(overhead) if overhead else 0.0,
+        "round_overhead_ms_max": 1000 * max(overhead, default=0.0),
+        "throughput_ratio_mean": statistics.fmean(ratios) if ratios else math.nan,
+        "throughput_ratio_min": min(ratios, default=math.nan),
+        "throughput_ratio_max": max(ratios, default=math.nan),
+        "epochs_off_plan": f"{planned_epochs}/{total_epochs}",
+        "wall_seconds": physical.wall_seconds,
+    }
+
+
+def _metrics(result: SimulationResult) -> dict[str, float]:
+    return {
+        "makespan": result.makespan,
+        "avg_jct": result.avg_jct,
+        "unfair_fraction": result.unfair_fraction,
+        "worst_ftf": result.worst_ftf,
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [
+        f"Workload: {report['jobs']} jobs of the bundled families on {report['gpus']} CPU slots, "
+        f"generated for about {report['minutes']:g} minutes (seed {report['seed']}), rounds of "
+        f"{report['round_seconds']:g} s. Differences are simulated minus physical "
+        "(makespan, average JCT: relative; unfair fraction: points).",
+        "",
+        "| policy | run | makespan (s) | avg JCT (s) | unfair | worst rho | makespan diff | "
+        "avg JCT diff | unfair diff |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for policy, data in report["policies"].items():
+        physical = data["physical"]
+        rows = [("physical", physical), *data["simulated"].items()]
+        for name, m in rows:
+            diff = ""
+            if name != "physical":
+                diff = (
+                    f" | {100 * (m['makespan'] / physical['makespan'] - 1):+.1f} % "
+                    f"| {100 * (m['avg_jct'] / physical['avg_jct'] - 1):+.1f} % "
+                    f"| {100 * (m['unfair_fraction'] - physical['unfair_fraction']):+.1f} pt"
+                )
+            else:
+                diff = " | | |"
+            lines.append(
+                f"| {policy} | {name} | {m['makespan']:,.0f} | {m['avg_jct']:,.0f} | "
+                f"{100 * m['unfair_fraction']:.1f} % | {m['worst_ftf']:.2f}{diff} |"
+            )
+    lines += ["", "Measured effects per policy:", ""]
+    lines.append(
+        "| policy | launches | preemptions | crash restarts | restart cost mean / max (s) | "
+        "round overhead mean / max (ms) | measured / profiled throughput mean [min, max] | "
+        "epochs off the planned schedule |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for policy, d in report["policies"].items():
+        lines.append(
+            f"| {policy} | {d['launches']} | {d['preemptions']} | {d['crash_restarts']} | "
+            f"{d['restart_seconds_mean']:.2f} / {d['restart_seconds_max']:.2f} | "
+            f"{d['round_overhead_ms_mean']:.0f} / {d['round_overhead_ms_max']:.0f} | "
+            f"{d['throughput_ratio_mean']:.3f} [{d['throughput_ratio_min']:.3f}, "
+            f"{d['throughput_ratio_max']:.3f}] | {d['epochs_off_plan']} |"
+        )
+    if "digests_identical_across_policies" in report:
+        lines += [
+            "",
+            "Final digests identical under every policy (preemption never changes a job's "
+            f"result): {report['digests_identical_across_policies']} jobs. Total wall time "
+            f"{report['wall_minutes']:.0f} minutes.",
+        ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

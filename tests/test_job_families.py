@@ -140,3 +140,11 @@ def test_affine_augmentation_without_distortion_is_the_identity() -> None:
     moved = digits_module.random_affine(images, Fixed(0.0, 1.0, down))  # type: ignore[arg-type]
     expected = digits_module.shift(images.reshape(-1, 8, 8), -1, 0).reshape(-1, 64)
     np.testing.assert_array_equal(moved, expected)
+
+
+def test_affine_augmentation_in_blocks_equals_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    images = digits_module.nudged_digits().inputs[:300]
+    blocked = digits_module.random_affine(images, np.random.default_rng(4))
+    monkeypatch.setattr(digits_module, "AUGMENT_BLOCK", 10**6)
+    whole = digits_module.random_affine(images, np.random.default_rng(4))
+    np.testing.assert_array_equal(blocked, whole)

@@ -80,7 +80,7 @@ def test_gradients_match_finite_differences(name: str) -> None:
     data = family.load()
     rng = np.random.default_rng(0)
     params = family.init_params(rng)
-    inputs, targets = family.augment(data.inputs[:6], rng), data.targets[:6]
+    inputs, targets = data.inputs[:6], data.targets[:6]
     _, gradients = family.loss_and_gradients(params, inputs, targets)
     assert sorted(gradients) == sorted(params)
     for key, value in params.items():
@@ -102,9 +102,8 @@ def test_half_batch_gradients_average_to_the_batch_gradient(name: str) -> None:
     family = FAMILIES[name]
     data = family.load()
     params = family.init_params(np.random.default_rng(1))
-    augmented = family.augment(data.inputs[:8], np.random.default_rng(2))
     for samples in (8, 7, 1):
-        inputs, targets = augmented[:samples], data.targets[:samples]
+        inputs, targets = data.inputs[:samples], data.targets[:samples]
         loss, gradient, halves = gradient_halves(family, params, inputs, targets)
         whole_loss, whole = family.loss_and_gradients(params, inputs, targets)
         assert loss == pytest.approx(whole_loss, rel=1e-12)
@@ -122,9 +121,7 @@ def test_augmentation_is_driven_by_the_generator_only(name: str) -> None:
     second = family.augment(inputs, np.random.default_rng(9))
     np.testing.assert_array_equal(first, second)
     np.testing.assert_array_equal(inputs, before)  # the input is left alone
-    assert first.shape[0] == inputs.shape[0]
-    assert first.shape == inputs.shape or name == "softmax-digits"
-    assert not np.array_equal(first[:, : inputs.shape[1]], inputs)
+    assert first.shape == inputs.shape and not np.array_equal(first, inputs)
 
 
 def test_affine_augmentation_without_distortion_is_the_identity() -> None:
@@ -145,26 +142,9 @@ def test_affine_augmentation_without_distortion_is_the_identity() -> None:
     np.testing.assert_array_equal(moved, expected)
 
 
-@pytest.mark.parametrize("side", [8, 16])
-def test_affine_augmentation_in_blocks_equals_one_pass(
-    monkeypatch: pytest.MonkeyPatch, side: int
-) -> None:
+def test_affine_augmentation_in_blocks_equals_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     images = digits_module.nudged_digits().inputs[:300]
-    blocked = digits_module.random_affine(images, np.random.default_rng(4), side)
-    monkeypatch.setattr(digits_module, "AUGMENT_BLOCK_BYTES", 10**9)
-    whole = digits_module.random_affine(images, np.random.default_rng(4), side)
+    blocked = digits_module.random_affine(images, np.random.default_rng(4))
+    monkeypatch.setattr(digits_module, "AUGMENT_BLOCK", 10**6)
+    whole = digits_module.random_affine(images, np.random.default_rng(4))
     np.testing.assert_array_equal(blocked, whole)
-    assert blocked.shape == (300, side * side)
-
-
-def test_resampling_at_twice_the_resolution_keeps_a_constant_image_constant() -> None:
-    class Fixed:
-        def uniform(self, low: float, high: float, size: object) -> np.ndarray:
-            value = 1.0 if low > 0 else 0.0  # scale 1, no rotation, no shift
-            return np.full(size, value)  # type: ignore[arg-type]
-
-    flat = np.full((2, 64), 0.5)
-    fine = digits_module.random_affine(flat, Fixed(), 16)  # type: ignore[arg-type]
-    inner = fine.reshape(2, 16, 16)[:, 1:-1, 1:-1]  # the border blends with the zero padding
-    np.testing.assert_allclose(inner, 0.5, rtol=0, atol=1e-15)
-    assert fine.reshape(2, 16, 16)[:, 0, 0] == pytest.approx(0.5 * 0.75 * 0.75)

@@ -32,12 +32,14 @@ MAX_ROTATION = np.pi / 15
 MAX_SCALE_CHANGE = 0.1
 MAX_SHIFT = 0.5
 
-# The image centre (pixel coordinates) and the side of the zero-padded image.
+# The output pixel grid relative to the image centre, and the side of the zero-padded image.
 _CENTRE = 3.5
+_ROWS = np.repeat(np.arange(8.0), 8) - _CENTRE
+_COLUMNS = np.tile(np.arange(8.0), 8) - _CENTRE
 _PADDED = 10
-#: Bytes of one temporary of the augmentation at most: larger temporaries (over glibc's 128 KiB)
-#: are fresh memory maps whose page faults doubled the per-image cost above 128 images of 8x8.
-AUGMENT_BLOCK_BYTES = 64 * 1024
+#: Images interpolated at a time: larger temporaries (over 128 KiB) are fresh memory maps for
+#: glibc's allocator, and their page faults doubled the per-image cost above 128 images.
+AUGMENT_BLOCK = 128
 
 
 def digits_file() -> Path:
@@ -83,19 +85,15 @@ def shift(images: npt.NDArray[np.float64], dy: int, dx: int) -> npt.NDArray[np.f
 
 
 def random_affine(
-    inputs: npt.NDArray[np.float64], rng: np.random.Generator, side: int = 8
+    inputs: npt.NDArray[np.float64], rng: np.random.Generator
 ) -> npt.NDArray[np.float64]:
     """Every image of ``inputs`` (rows of 64 pixels) under its own random affine map (new array).
 
     Each image is rotated about its centre by an angle uniform in +-:data:`MAX_ROTATION`
     radians, scaled by a factor uniform in ``1 +-`` :data:`MAX_SCALE_CHANGE` and moved by up to
     +-:data:`MAX_SHIFT` pixels along each axis, with bilinear interpolation (pixels from outside
-    the image are 0), and sampled on a ``side`` x ``side`` grid covering the 8x8 image (``side =
-    16``: twice the resolution). The draws are, in order: the angles, the scales, then the shifts
-    (rows, columns), one per image.
-
-    Returns:
-        Shape ``(len(inputs), side * side)``.
+    the image are 0). The draws are, in order: the angles, the scales, then the shifts (rows,
+    columns), one per image.
     """
     n = inputs.shape[0]
     angle = rng.uniform(-MAX_ROTATION, MAX_ROTATION, size=n)
@@ -103,34 +101,28 @@ def random_affine(
     shift_rows, shift_columns = rng.uniform(-MAX_SHIFT, MAX_SHIFT, size=(2, n, 1))
     cos = (np.cos(angle) * inverse_scale)[:, None]
     sin = (np.sin(angle) * inverse_scale)[:, None]
-    rows, columns = _grid(side)
-    out = np.empty((n, side * side))
+    out = np.empty_like(inputs, dtype=np.float64)
     # in blocks, so that the temporaries stay small (elementwise: the same values as in one go)
-    block_images = max(1, AUGMENT_BLOCK_BYTES // (8 * side * side))
-    for first in range(0, n, block_images):
-        block = slice(first, min(n, first + block_images))
-        source_rows = cos[block] * rows - sin[block] * columns + (_CENTRE + 1.0)
-        source_columns = sin[block] * rows + cos[block] * columns + (_CENTRE + 1.0)
+    for first in range(0, n, AUGMENT_BLOCK):
+        block = slice(first, min(n, first + AUGMENT_BLOCK))
         out[block] = _interpolate(
-            inputs[block], source_rows + shift_rows[block], source_columns + shift_columns[block]
+            inputs[block], cos[block], sin[block], shift_rows[block], shift_columns[block]
         )
     return out
 
 
-@cache
-def _grid(side: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """Centres of a ``side`` x ``side`` output grid over the 8x8 image, relative to its centre."""
-    centres = (np.arange(side) + 0.5) * (8.0 / side) - 0.5 - _CENTRE
-    return np.repeat(centres, side), np.tile(centres, side)
-
-
 def _interpolate(
     inputs: npt.NDArray[np.float64],
-    source_rows: npt.NDArray[np.float64],
-    source_columns: npt.NDArray[np.float64],
+    cos: npt.NDArray[np.float64],
+    sin: npt.NDArray[np.float64],
+    shift_rows: npt.NDArray[np.float64],
+    shift_columns: npt.NDArray[np.float64],
 ) -> npt.NDArray[np.float64]:
-    """Bilinear samples of the 8x8 ``inputs`` at the given points of their zero-padded images."""
+    """Bilinear samples of ``inputs`` at the mapped grid (columns of per-image coefficients)."""
     n = inputs.shape[0]
+    # the source point of every output pixel, in the coordinates of the zero-padded 10x10 image
+    source_rows = cos * _ROWS - sin * _COLUMNS + (_CENTRE + 1.0) + shift_rows
+    source_columns = sin * _ROWS + cos * _COLUMNS + (_CENTRE + 1.0) + shift_columns
     top = np.floor(source_rows)
     left = np.floor(source_columns)
     down = source_rows - top

@@ -9,6 +9,11 @@ step). Inputs get N(0, 0.02^2) noise per batch.
 **Model**: ``h_t = tanh(x_t Wx + h_{t-1} Wh + bh)``, ``y_t = h_t . Wo + bo`` with ``h_0 = 0``,
 hidden width :data:`HIDDEN`; the loss is the mean squared error over all samples and steps, its
 gradients by backpropagation through time over the whole sequence.
+
+**Measured** (this project's 2-core development machine, one BLAS thread, best of four 0.6 s
+runs of :func:`shockwave.job.measure_throughput`): a step takes 0.82 / 1.07 / 1.46 / 2.30 / 4.08
+ms at batch 16 / 32 / 64 / 128 / 256 (19,400 to 62,800 samples/s), an epoch 0.42 s at 16 and
+0.27 s at 32. Two threads change nothing (the matrices are too small for OpenBLAS to split).
 """
 
 from __future__ import annotations

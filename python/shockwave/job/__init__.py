@@ -10,21 +10,22 @@ uses :func:`connect` and the :class:`JobContext` it returns::
 
     import shockwave.job as job
 
-    ctx = job.connect(samples_per_epoch=N, batch_sizes=(16, 32, 64))
-    with ctx:
-        saved = ctx.restore()                      # None on a fresh start
-        state = fresh_state() if saved is None else state_from(saved.arrays, saved.meta)
-        while ctx.epochs_completed < ctx.launch.epochs:
-            if ctx.should_stop():                  # preempted (or SIGTERM, or lost scheduler)
-                ctx.stop(arrays_of(state), meta_of(state))
-                return
-            n = train_one_step(state, ctx.batch_size)
-            ctx.report(samples=n)                  # increments: steps=1, samples=n
-            if at_epoch_end(state) and should_grow(state):
-                ctx.set_batch_size(larger)         # must be in ctx.launch.batch_sizes
-            if ctx.checkpoint_due:                 # a periodic checkpoint was asked for
-                ctx.save(arrays_of(state), meta_of(state))
-        ctx.finish(job.digest(params_of(state)))
+    def main() -> None:
+        ctx = job.connect(samples_per_epoch=N, batch_sizes=(16, 32, 64))
+        with ctx:
+            saved = ctx.restore()                  # None on a fresh start
+            state = fresh_state() if saved is None else state_from(saved.arrays, saved.meta)
+            while ctx.epochs_completed < ctx.launch.epochs:
+                if ctx.should_stop():              # preempted (or SIGTERM, or lost scheduler)
+                    ctx.stop(arrays_of(state), meta_of(state))
+                    return
+                n = train_one_step(state, ctx.batch_size)
+                ctx.report(samples=n)              # increments: steps=1, samples=n
+                if at_epoch_end(state) and should_grow(state):
+                    ctx.set_batch_size(larger)     # must be in ctx.launch.batch_sizes
+                if ctx.checkpoint_due:             # a periodic checkpoint was asked for
+                    ctx.save(arrays_of(state), meta_of(state))
+            ctx.finish(job.digest(params_of(state)))
 
 Run without the scheduler, the same script trains alone (``connect``'s arguments describe the
 job; the lease never ends). The API:

@@ -56,10 +56,10 @@ the first epoch, counted from 0, at each new batch size):
     ``32@2 64@3 128@20``.
 
 * ``accordion`` over 16 and 256: in every job epochs 0 and 1 are critical and epoch 2 is not,
-  so it moves to 256 at epoch 3. ``softmax-digits`` stays there (all three seeds); ``mlp-digits`` returns to 16
-  for epochs 5 and 7 (seeds 0 and 2) and stays at 256 from epoch 8, or stays from epoch 3
-  (seed 1); ``rnn-sines``, whose training at 256 is noisy from epoch to epoch, returns to 16 for
-  single epochs 7, 3 and 9 times (seeds 0, 1, 2).
+  so it moves to 256 at epoch 3. ``softmax-digits`` stays there (all three seeds);
+  ``mlp-digits`` returns to 16 for epochs 5 and 7 (seeds 0 and 2) and stays at 256 from epoch
+  8, or stays from epoch 3 (seed 1); ``rnn-sines``, whose training at 256 is noisy from epoch to
+  epoch, returns to 16 for single epochs 7, 3 and 9 times (seeds 0, 1, 2).
 
 The state (:meth:`BatchSizeAdapter.state`) is a JSON object plus the accumulated gradient's
 arrays, for the checkpoint.

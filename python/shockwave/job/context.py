@@ -2,19 +2,20 @@
 
 A script gets a :class:`JobContext` from :func:`connect` and follows one loop::
 
-    ctx = shockwave.job.connect(samples_per_epoch=N, batch_sizes=(16, 32, 64))
-    with ctx:
-        checkpoint = ctx.restore()            # None on a fresh start
-        ... initialise, or take the state from checkpoint.arrays / checkpoint.meta ...
-        while ctx.epochs_completed < ctx.launch.epochs:
-            if ctx.should_stop():             # preempted: save and exit 0
-                ctx.stop(arrays, meta)
-                return
-            ... one step at ctx.batch_size over n samples ...
-            ctx.report(samples=n)             # increments since the last call
-            if ctx.checkpoint_due:            # the scheduler asked for a periodic checkpoint
-                ctx.save(arrays, meta)
-        ctx.finish(shockwave.job.digest(params))
+    def main() -> None:
+        ctx = shockwave.job.connect(samples_per_epoch=N, batch_sizes=(16, 32, 64))
+        with ctx:
+            checkpoint = ctx.restore()            # None on a fresh start
+            ... initialise, or take the state from checkpoint.arrays / checkpoint.meta ...
+            while ctx.epochs_completed < ctx.launch.epochs:
+                if ctx.should_stop():             # preempted: save and exit 0
+                    ctx.stop(arrays, meta)
+                    return
+                ... one step at ctx.batch_size over n samples ...
+                ctx.report(samples=n)             # increments since the last call
+                if ctx.checkpoint_due:            # the scheduler asked for a periodic checkpoint
+                    ctx.save(arrays, meta)
+            ctx.finish(shockwave.job.digest(params))
 
 **Under the scheduler** (the variables :data:`~shockwave.job.spec.ENV_JOB` and
 :data:`~shockwave.job.spec.ENV_CHANNEL` are set) the context talks the lease protocol of

@@ -31,6 +31,7 @@ import bisect
 import contextlib
 import dataclasses
 import functools
+import math
 import os
 import secrets
 import shutil
@@ -54,10 +55,6 @@ T = TypeVar("T")
 # How long a finished job's connection may take to show up at the server, seconds.
 _CONNECT_GRACE_SECONDS = 1.0
 
-#: Seconds of a plan's leases: a day, a lease that ends by its step count. (Not ``inf``: the
-#: protocol encodes it as ``null``, which ``Lease.from_dict`` does not read back at present.)
-LEASE_SECONDS = 86_400.0
-
 #: What the scheduler says: stop.
 STOP = SchedulerMessage(None)
 
@@ -65,7 +62,7 @@ STOP = SchedulerMessage(None)
 class PreemptionPlan:
     """Leases that end at chosen cumulative step counts (a :data:`Responder`).
 
-    ``hello`` and ``boundary`` get a lease (of :data:`LEASE_SECONDS`) that ends at the next step
+    ``hello`` and ``boundary`` get a lease without a time limit that ends at the next step
     count of ``stops`` or ``extensions`` above the job's steps; a ``boundary`` at a count of
     ``stops`` gets ``stop`` instead. A lease given at a count of ``checkpoints`` asks for a
     checkpoint. Other messages get no answer.
@@ -100,7 +97,7 @@ class PreemptionPlan:
         return SchedulerMessage(
             Lease(
                 round_index=self.leases,
-                seconds=LEASE_SECONDS,
+                seconds=math.inf,
                 max_steps=self.ends[after] if after < len(self.ends) else None,
                 checkpoint=steps in self.checkpoints and message.kind == "boundary",
             )

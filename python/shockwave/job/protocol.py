@@ -18,7 +18,9 @@ The conversation of one job process (an *incarnation*)::
     job -> scheduler   failed         on an error it caught (best effort), then exit non-zero
 
 The scheduler may also send ``stop`` at any time (Ctrl-C, the end of a run): the job checkpoints
-at its next step and exits. A job that loses the connection does the same.
+at its next step and exits. A job that loses the connection does the same. The scheduler sends a
+``lease`` only in answer to ``hello`` or ``boundary``; a job that receives one otherwise replaces
+its current lease with it (its clock starting at receipt).
 
 Counts in a :class:`Report` are cumulative over the job's whole life (all incarnations), so a
 report can be repeated or lost without harm.

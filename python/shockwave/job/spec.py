@@ -210,6 +210,12 @@ class JobLaunch:
             raise ValueError(f"{ENV_JOB}: {exc}") from None
         if launch.slot_kind not in ("gpu", "cpu"):
             raise ValueError(f"{ENV_JOB}: field 'slot_kind' must be 'gpu' or 'cpu'")
+        sizes = list(launch.batch_sizes)
+        if sizes != sorted(set(sizes)) or any(b < 1 for b in sizes):
+            raise ValueError(
+                f"{ENV_JOB}: field 'batch_sizes' must be ascending distinct integers >= 1, "
+                f"got {sizes}"
+            )
         if not launch.batch_sizes or launch.initial_batch_size not in launch.batch_sizes:
             raise ValueError(
                 f"{ENV_JOB}: field 'batch_sizes' must list the initial batch size "

@@ -53,6 +53,7 @@ class _Process:
     status: str = "launching"  # launching, waiting (for an answer), running, exiting
     deadline: float = math.inf
     busy: float = 0.0
+    stats: dict[int, list[float]] = field(default_factory=dict)
     fault: Fault | None = None
     trained: float = 0.0  # seconds trained by this incarnation
     outbox: list[ExecutorEvent] = field(default_factory=list)
@@ -176,10 +177,29 @@ class FakeExecutor(Executor):
                 if p.fault is not None and p.fault.kind == "hang":
                     continue  # stuck in a step: no progress, never at its boundary
                 gained = min(step, self._total(p) - p.work, max(0.0, p.deadline - self.clock.now))
+                self._tally(p, gained)
                 p.work += gained
                 p.busy += gained
                 p.trained += gained
         self.clock.now = target
+
+    def _tally(self, p: _Process, seconds: float) -> None:
+        """Count the steps of ``seconds`` of training from ``p.work``, per batch size."""
+        jobs = np.array([p.index], dtype=np.int64)
+        position = p.work
+        end = p.work + seconds
+        while position < end - 1e-12:
+            here = np.array([position], dtype=np.float64)
+            epoch = int(self.profiles.epoch_index(jobs, here)[0])
+            size, steps, duration = (
+                float(v[0]) for v in self.profiles.epoch_facts(jobs, np.array([epoch]))
+            )
+            epoch_end = float(self.profiles.seconds_at(jobs, np.array([epoch]), np.ones(1))[0])
+            upto = min(end, epoch_end) if epoch_end > position else end
+            tally = p.stats.setdefault(int(size), [0.0, 0.0])
+            tally[0] += (upto - position) / duration * steps
+            tally[1] += upto - position
+            position = upto
 
     def _fire(self, p: _Process) -> None:
         now = self.clock.now
@@ -247,7 +267,11 @@ class FakeExecutor(Executor):
         if p.fault is not None and p.fault.kind == "bad-batch":
             batch = 7919
         log = _runs(job.batch_sizes[:epoch].tolist())
-        return Report(steps, samples, batch, log, p.busy)
+        stats = tuple(
+            (size, math.floor(steps + 1e-9), seconds)
+            for size, (steps, seconds) in sorted(p.stats.items())
+        )
+        return Report(steps, samples, batch, log, p.busy, stats)
 
 
 def _runs(values: list[int]) -> tuple[tuple[int, int], ...]:

@@ -415,6 +415,27 @@ def test_standalone_context_never_blocks_or_stops(tmp_path: Path) -> None:
     assert nowhere.restore() is None
 
 
+def test_steps_are_timed_per_batch_size_excluding_saves(tmp_path: Path) -> None:
+    ctx = connect(samples_per_epoch=64, batch_sizes=(8, 16), checkpoint_path=str(tmp_path / "c"))
+    ctx.restore()
+    for _ in range(5):
+        ctx.should_stop()
+        time.sleep(0.002)
+        ctx.report()
+    ctx.set_batch_size(16)
+    ctx.save({"w": np.ones(1)})
+    time.sleep(0.05)  # between a save and the next step: not training
+    ctx.save({"w": np.ones(1)})
+    for _ in range(3):
+        time.sleep(0.002)
+        ctx.report()
+    stats = {size: (steps, seconds) for size, steps, seconds in ctx.snapshot().batch_stats}
+    assert set(stats) == {8, 16}
+    assert stats[8][0] == 5 and stats[16][0] == 3
+    assert 5 * 0.002 <= stats[8][1] < 0.05
+    assert 3 * 0.002 <= stats[16][1] < 0.05
+
+
 def test_connect_reads_the_environment(
     tmp_path: Path, fakes: list[FakeScheduler], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -93,7 +93,9 @@ def test_local_run_preempts_and_ends_with_the_uninterrupted_digests(
     for job, runs in zip(workload.jobs, result.epoch_batch_sizes, strict=True):
         assert sum(count for _, count in runs) == job.num_epochs
         assert {size for size, _ in runs} <= set(job.batch_sizes.tolist())
-    assert all(rates for rates in result.measured_throughput)
+    for runs, rates in zip(result.epoch_batch_sizes, result.measured_throughput, strict=True):
+        assert {str(size) for size, _ in runs} <= set(rates)  # timed at every size it ran at
+        assert all(rate > 0 for rate in rates.values())
     saved = json.loads((tmp_path / "run" / "result.json").read_text())
     assert saved["final_digest"] == references
 

@@ -275,9 +275,9 @@ def test_realized_workload_replays_what_the_jobs_did(tmp_path: Path) -> None:
             assert real.run == job.run
     measured = realized_workload(workload, result.to_dict(), durations="measured", table=table)
     for job, real in zip(workload.jobs, measured.jobs, strict=True):
-        # a static job's measured rate is its profile's (up to whole steps: the table's formula
-        # counts a partial last step as a fraction, the job as a step)
-        if job.mode == "static":
-            np.testing.assert_allclose(real.epoch_seconds, job.epoch_seconds, rtol=0.03)
+        # the jobs time their steps per batch size: the measured rates are the profile's, up to
+        # whole steps (a fake job reports the whole steps of its few epochs at each size; the
+        # table's formula counts a partial last step as a fraction)
+        np.testing.assert_allclose(real.epoch_seconds, job.epoch_seconds, rtol=0.08)
     with pytest.raises(ValueError, match="not a run of this workload"):
         realized_workload(make_workload(jobs=3), result, table=table)

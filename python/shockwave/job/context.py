@@ -107,6 +107,10 @@ class JobContext:
         self._checkpoint_requested = False
         self._busy_total = 0.0
         self._busy_since: float | None = None
+        # steps and seconds per batch size in this incarnation; seconds run from the previous
+        # report (or the end of a wait or a save) to this one
+        self._batch_stats: dict[int, list[float]] = {}
+        self._stats_mark: float | None = None
         self._last_progress = time.monotonic()
         self._final_digest: str | None = None
         self._previous_handler: Any = None
@@ -217,6 +221,10 @@ class JobContext:
             batch_size=self._batch_size,
             epoch_batch_sizes=self.epoch_batch_sizes,
             busy_seconds=self.busy_seconds,
+            batch_stats=tuple(
+                (size, int(steps), seconds)
+                for size, (steps, seconds) in sorted(self._batch_stats.items())
+            ),
         )
 
     # ----------------------------------------------------------------- the training loop
@@ -300,6 +308,12 @@ class JobContext:
         elif samples > steps * size:
             raise ValueError(f"samples = {samples} exceeds steps * batch_size = {steps} * {size}")
         self._batch_size = size
+        now = time.monotonic()
+        if self._stats_mark is not None and steps:
+            tally = self._batch_stats.setdefault(size, [0.0, 0.0])
+            tally[0] += steps
+            tally[1] += now - self._stats_mark
+        self._stats_mark = now
         per_epoch = self._launch.samples_per_epoch
         epochs_before = self._samples // per_epoch
         self._steps += steps
@@ -310,11 +324,9 @@ class JobContext:
                 self._epoch_log[-1][1] += completed
             else:
                 self._epoch_log.append([size, completed])
-        if self._connection is not None:
-            now = time.monotonic()
-            if now - self._last_progress >= PROGRESS_INTERVAL_SECONDS:
-                self._last_progress = now
-                self._send("progress")
+        if self._connection is not None and now - self._last_progress >= PROGRESS_INTERVAL_SECONDS:
+            self._last_progress = now
+            self._send("progress")
 
     def set_batch_size(self, batch_size: int) -> None:
         """Train at ``batch_size`` from now on (must be in ``launch.batch_sizes``).
@@ -352,6 +364,7 @@ class JobContext:
         path = self._launch.checkpoint_path
         if path:
             save_checkpoint(path, arrays, full)
+            self._stats_mark = time.monotonic()  # writing is not training
         self._checkpoint_requested = False
 
     def stop(
@@ -509,6 +522,7 @@ class JobContext:
 
     def _resume_busy(self) -> None:
         self._busy_since = time.monotonic()
+        self._stats_mark = self._busy_since  # a wait is not training
 
     def _bookkeeping(self) -> dict[str, Any]:
         return {

@@ -62,6 +62,10 @@ class Report:
             ``(batch_size, epochs)`` pairs.
         busy_seconds: seconds this incarnation has spent training (restore and start-up
             excluded), by the job's own clock.
+        batch_stats: this incarnation's steps and the seconds they took, per batch size, as
+            ``(batch size, steps, seconds)`` (the time from one step's report to the next,
+            waits at boundaries and checkpoint writes excluded): the job's measured throughput
+            at each batch size.
     """
 
     steps: int
@@ -69,6 +73,7 @@ class Report:
     batch_size: int
     epoch_batch_sizes: tuple[tuple[int, int], ...] = ()
     busy_seconds: float = 0.0
+    batch_stats: tuple[tuple[int, int, float], ...] = ()
 
     @property
     def epochs_completed(self) -> int:
@@ -82,6 +87,7 @@ class Report:
             "batch_size": self.batch_size,
             "epoch_batch_sizes": [list(run) for run in self.epoch_batch_sizes],
             "busy_seconds": self.busy_seconds,
+            "batch_stats": [list(entry) for entry in self.batch_stats],
         }
 
     @classmethod
@@ -93,6 +99,19 @@ class Report:
             isinstance(r, list) and len(r) == 2 and all(_is_count(v, 1) for v in r) for r in runs
         ):
             raise ProtocolError("report.epoch_batch_sizes: must be [[batch size, epochs], ...]")
+        stats = data.get("batch_stats", [])
+        if not isinstance(stats, list) or not all(
+            isinstance(e, list)
+            and len(e) == 3
+            and _is_count(e[0], 1)
+            and _is_count(e[1], 0)
+            and _is_number(e[2])
+            and e[2] >= 0
+            for e in stats
+        ):
+            raise ProtocolError(
+                "report.batch_stats: must be [[batch size, steps, seconds >= 0], ...]"
+            )
         busy = data.get("busy_seconds", 0.0)
         if not _is_number(busy) or busy < 0:
             raise ProtocolError(f"report.busy_seconds: must be a number >= 0, got {busy!r}")
@@ -107,6 +126,7 @@ class Report:
             batch_size=data["batch_size"],
             epoch_batch_sizes=tuple((int(b), int(c)) for b, c in runs),
             busy_seconds=float(busy),
+            batch_stats=tuple((int(b), int(n), float(t)) for b, n, t in stats),
         )
 
 

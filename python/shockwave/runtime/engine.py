@@ -77,7 +77,8 @@ class JobRun:
         error: the latest error (crash reason, failure).
         end_time: trace time of completion or failure (NaN before).
         lease_round: the round the job is dispatched in (-1: none).
-        throughput: per batch size, ``[steps, seconds]`` measured while training.
+        throughput: per batch size, ``[steps, seconds]`` measured by the job (its reports'
+            ``batch_stats``, summed over its incarnations).
         starts: per launch, ``[round, seconds from the round's dispatch to hello, seconds from
             launch to hello, 1 if it restored a checkpoint]``.
     """
@@ -110,6 +111,7 @@ class JobRun:
     steps_in_round: int = 0
     round_batch_size: int = 0
     throughput: dict[int, list[float]] = dataclasses.field(default_factory=dict)
+    stats_seen: dict[int, tuple[int, float]] = dataclasses.field(default_factory=dict)
     starts: list[list[float]] = dataclasses.field(default_factory=list)
 
 
@@ -346,6 +348,7 @@ class RuntimeEngine(ExactEngine):
         if event.kind == "hello" and event.report is not None:
             run.busy_seen = 0.0  # a new process: its counters start from its checkpoint
             run.steps_seen = event.report.steps
+            run.stats_seen = {}
         if event.report is not None and not self._take_report(j, event.report):
             return
         self._on_message(j, event)
@@ -395,6 +398,13 @@ class RuntimeEngine(ExactEngine):
         if report.steps > run.steps_seen:
             run.steps_in_round += report.steps - run.steps_seen
             run.steps_seen = report.steps
+        for size, steps, seconds in report.batch_stats:
+            seen = run.stats_seen.get(size, (0, 0.0))
+            if steps > seen[0]:
+                tally = run.throughput.setdefault(size, [0.0, 0.0])
+                tally[0] += steps - seen[0]
+                tally[1] += seconds - seen[1]
+                run.stats_seen[size] = (steps, seconds)
         if report.samples >= run.samples:
             run.samples = report.samples
             run.steps = max(run.steps, report.steps)
@@ -596,16 +606,6 @@ class RuntimeEngine(ExactEngine):
         if measured.any():
             rates = steps[measured] / run_seconds[measured]
             self.samples.record(jobs[measured], k, rates, sizes[measured])
-            for j, size, n_steps, seconds in zip(
-                jobs[measured].tolist(),
-                sizes[measured].tolist(),
-                steps[measured].tolist(),
-                run_seconds[measured].tolist(),
-                strict=True,
-            ):
-                tally = self.runs[j].throughput.setdefault(int(size), [0.0, 0.0])
-                tally[0] += n_steps
-                tally[1] += seconds
         for run in self.runs:
             run.busy_in_round = 0.0
             run.steps_in_round = 0

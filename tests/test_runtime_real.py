@@ -84,18 +84,20 @@ def test_local_run_preempts_and_ends_with_the_uninterrupted_digests(
 ) -> None:
     config = RuntimeConfig(gpus=2, round_seconds=1.0, run_dir=tmp_path / "run")
     result = run_workload(workload, "gandiva-fair", config)
-    assert not result.incomplete
-    assert not result.failed_jobs
+    facts = (result.errors, result.preemptions, result.launches, result.measured_throughput)
+    assert not result.incomplete, facts
+    assert not result.failed_jobs, facts
     assert result.mechanics == "physical"
-    assert sum(result.preemptions) >= 3  # time-sharing 5 jobs on 2 slots in 1 s rounds
-    assert max(result.launches) >= 2
+    assert sum(result.preemptions) >= 3, facts  # time-sharing 5 jobs on 2 slots, 1 s rounds
+    assert max(result.launches) >= 2, facts
     check_against_references(result.final_digest, references)
     for job, runs in zip(workload.jobs, result.epoch_batch_sizes, strict=True):
-        assert sum(count for _, count in runs) == job.num_epochs
-        assert {size for size, _ in runs} <= set(job.batch_sizes.tolist())
+        assert sum(count for _, count in runs) == job.num_epochs, runs
+        assert {size for size, _ in runs} <= set(job.batch_sizes.tolist()), runs
     for runs, rates in zip(result.epoch_batch_sizes, result.measured_throughput, strict=True):
-        assert {str(size) for size, _ in runs} <= set(rates)  # timed at every size it ran at
-        assert all(rate > 0 for rate in rates.values())
+        # timed at every size it ran at
+        assert {str(size) for size, _ in runs} <= set(rates), (runs, rates)
+        assert all(rate > 0 for rate in rates.values()), rates
     saved = json.loads((tmp_path / "run" / "result.json").read_text())
     assert saved["final_digest"] == references
 

@@ -7,6 +7,11 @@ measured throughput per batch size and the batch size of every epoch (what the j
 did), and per round the scheduler's own overheads. A failed job counts as dropped (its
 completion time is its failure time, as the original's dropped jobs).
 
+Finish-time fairness uses each job's runtime alone on its gang *for the batch sizes it actually
+ran at* (the profiled duration of each of its regimes, from the throughput table of
+``shockwave cluster profile``), as a simulation of the realized workload does; a job that did
+not finish keeps its planned runtime.
+
 An interrupted run (Ctrl-C) gives a result with ``incomplete = True``: its aggregates are over
 the jobs that finished (finish-time fairness still uses every job of the workload in its
 contention factor); unfinished jobs have ``None`` times in the JSON.
@@ -86,6 +91,7 @@ class RunResult(SimulationResult):
 def run_result(engine: RuntimeEngine, wall_seconds: float, executor: str) -> RunResult:
     """The result of ``engine``'s run (finished or interrupted)."""
     record = engine.record(engine.makespan, wall_seconds)
+    record = dataclasses.replace(record, exclusive_seconds=_realized_exclusive(engine, record))
     base = summarize(record)
     finished = ~np.isnan(record.completion_time)
     if not finished.all():
@@ -124,6 +130,26 @@ def run_result(engine: RuntimeEngine, wall_seconds: float, executor: str) -> Run
         replay_divergence=list(engine.replay_divergence),
         run_dir=str(engine.runtime.run_dir),
     )
+
+
+def _realized_exclusive(engine: RuntimeEngine, record: Any) -> np.ndarray[Any, Any]:
+    """Each job's runtime alone on its gang for the batch sizes it actually ran at (the
+    profiled duration of each of its regimes, summed over its epochs); the planned one for a job
+    that did not finish. The finish-time-fairness denominator of a real run."""
+    out = np.array(record.exclusive_seconds, dtype=np.float64)
+    for position, job in enumerate(engine.workload.jobs):
+        run = engine.runs[engine.internal[int(job.job_id)]]
+        if sum(count for _, count in run.epoch_log) != job.num_epochs:
+            continue
+        planned: dict[int, float] = {}
+        for size, seconds in zip(job.batch_sizes.tolist(), job.epoch_seconds.tolist(), strict=True):
+            planned.setdefault(int(size), float(seconds))
+        total = 0.0
+        for size, count in run.epoch_log:
+            for _ in range(count):  # summed in epoch order, as the simulator sums a profile
+                total += planned[size]
+        out[position] = total
+    return out
 
 
 def _partial(

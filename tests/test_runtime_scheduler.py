@@ -281,3 +281,34 @@ def test_realized_workload_replays_what_the_jobs_did(tmp_path: Path) -> None:
         np.testing.assert_allclose(real.epoch_seconds, job.epoch_seconds, rtol=0.08)
     with pytest.raises(ValueError, match="not a run of this workload"):
         realized_workload(make_workload(jobs=3), result, table=table)
+
+
+def test_a_policy_error_stops_every_job_with_a_checkpoint_and_is_raised(tmp_path: Path) -> None:
+    from shockwave.policies.protocol import RoundPolicy
+    from shockwave.sim.errors import PolicyOutputError
+
+    class Broken(RoundPolicy):
+        name = "broken"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def schedule(self, state):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            if self.calls == 4:
+                return [987654]  # not an active job
+            return state.job_ids[:1]
+
+    workload = make_workload()
+    clock = FakeClock()
+    checkpoints: dict[int, float] = {}
+    executor = FakeExecutor(workload, clock, checkpoints=checkpoints)
+    config = RuntimeConfig(gpus=2, round_seconds=10.0, run_dir=tmp_path)
+    journal = Journal(tmp_path / "journal.sqlite", create=True)
+    engine = RuntimeEngine(workload, Broken(), config, executor, journal, "cpu", clock=clock)
+    with pytest.raises(PolicyOutputError, match="987654"):
+        engine.run()
+    assert checkpoints  # the job that was training saved its work before the run ended
+    assert executor.closed
+    kinds = [row[3] for row in journal.events()]
+    assert "error" in kinds

@@ -269,6 +269,10 @@ class RuntimeEngine(ExactEngine):
             self.incomplete = True
             self.journal.event("interrupted", round_index=self.k)
             self._stop_everything()
+        except BaseException as exc:  # a policy error, a full disk: no job loses its work
+            self.journal.event("error", round_index=self.k, detail=f"{type(exc).__name__}: {exc}")
+            self._stop_everything()
+            raise
         finally:
             self.journal.flush()
             self.executor.close()

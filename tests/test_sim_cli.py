@@ -73,3 +73,24 @@ def test_bad_arguments_are_reported(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["simulate", *TRACE, "--gpus", "32", "--policy", "fifo"]
     assert main(argv) == 2
     assert "needs a throughput table" in capsys.readouterr().err
+
+
+def test_restart_penalty_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["simulate", *TRACE, *THROUGHPUTS, "--gpus", "32", "--policy", "fifo"]
+    # the default penalty (20 s) does not fit in 10 s rounds: the message names the flag
+    assert main([*argv, "--round-seconds", "10"]) == 2
+    assert "--restart-penalty-seconds" in capsys.readouterr().err
+    outputs = []
+    for penalty in ("0.5", "5"):
+        out = tmp_path / f"r{penalty}.json"
+        argv_p = [*argv, "--round-seconds", "10", "--restart-penalty-seconds", penalty]
+        assert main([*argv_p, "--output", str(out)]) == 0
+        outputs.append(json.loads(out.read_text())["avg_jct"])
+    assert outputs[0] < outputs[1]  # a costlier restart delays jobs
+    config = tmp_path / "c.toml"
+    config.write_text("[simulation]\nrestart_penalty_seconds = 1.0\n")
+    both = [*argv, "--config", str(config), "--restart-penalty-seconds", "2"]
+    assert main(both) == 2
+    assert "keep one" in capsys.readouterr().err

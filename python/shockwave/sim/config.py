@@ -84,7 +84,8 @@ class SimulationConfig:
         if self.restart_penalty_seconds >= self.round_seconds:
             raise ValueError(
                 "restart_penalty_seconds must be shorter than round_seconds "
-                f"({self.restart_penalty_seconds} >= {self.round_seconds}): no job could progress"
+                f"({self.restart_penalty_seconds} >= {self.round_seconds}): no job could progress "
+                "(the command line's --restart-penalty-seconds sets it)"
             )
         _check_number("throughput_noise", self.throughput_noise, positive=False)
         _check_number("recompute_interval_seconds", self.recompute_interval_seconds, positive=False)

@@ -466,9 +466,15 @@ def _check_estimator(name: object) -> Estimator:
     raise ValueError(f"estimator: must be one of {ESTIMATORS}, got {name!r}")
 
 
+#: Range of the integers the Rust core takes (signed 64-bit).
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _job_id(value: object, name: str = "job_id") -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name}: must be an integer, got {value!r}")
+    if not _INT64_MIN <= int(value) <= _INT64_MAX:
+        raise ValueError(f"{name}: must fit in a signed 64-bit integer, got {value!r}")
     return int(value)
 
 
@@ -482,7 +488,10 @@ def _count(name: str, value: object) -> int:
 def _real(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name}: must be a number, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name}: {value!r} is beyond double precision") from None
 
 
 def _as_1d(name: str, values: Any) -> npt.NDArray[Any]:
@@ -502,7 +511,12 @@ def _int_array(name: str, values: Any) -> npt.NDArray[np.int64]:
     if array.dtype.kind == "f":
         if not np.isfinite(array).all() or (array != np.round(array)).any():
             raise ValueError(f"{name}: entries must be integers")
-    elif array.dtype.kind not in "iu":
+        if (np.abs(array) >= 2.0**63).any():
+            raise ValueError(f"{name}: entries must fit in a signed 64-bit integer")
+    elif array.dtype.kind == "u":
+        if (array > _INT64_MAX).any():
+            raise ValueError(f"{name}: entries must fit in a signed 64-bit integer")
+    elif array.dtype.kind != "i":
         raise ValueError(f"{name}: entries must be integers, got dtype {array.dtype}")
     return np.ascontiguousarray(array, dtype=np.int64)
 

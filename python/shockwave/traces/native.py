@@ -50,6 +50,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shockwave.errors import JobFieldError, TraceError
+from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
 from shockwave.throughputs import ThroughputTable
 from shockwave.workload import Job, Workload
 
@@ -113,7 +114,14 @@ def decode_epochs(value: Any, name: str) -> list[Any] | npt.NDArray[Any]:
     counts = [run[1] for run in runs]
     if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
         raise ValueError("run counts must be integers >= 1")
-    return np.repeat(np.asarray([run[0] for run in runs]), counts)
+    if sum(counts) > MAX_EPOCHS_PER_JOB:
+        raise ValueError(
+            f"run counts sum to {sum(counts)} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}"
+        )
+    values = [run[0] for run in runs]
+    if any(isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT64_MAX for v in values):
+        raise ValueError("run values must fit in a signed 64-bit integer")
+    return np.repeat(np.asarray(values), counts)
 
 
 def write_native(workload: Workload, path: str | PathLike[str]) -> None:
@@ -188,6 +196,8 @@ def _decode(line: str, path: str | PathLike[str], number: int) -> dict[str, Any]
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise TraceError(f"not valid JSON ({exc.msg})", path=path, line=number) from None
+    except RecursionError:
+        raise TraceError("JSON nested too deeply", path=path, line=number) from None
     if not isinstance(obj, dict):
         raise TraceError("each line must be a JSON object", path=path, line=number)
     return obj
@@ -221,6 +231,11 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
     if unknown:
         raise TraceError(f"unknown keys {sorted(unknown)}", path=path, line=number)
     epochs = obj["epochs"]
+    if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > MAX_EPOCHS_PER_JOB:
+        raise TraceError(
+            f"{epochs} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}",
+            path=path, line=number, field="epochs",
+        )  # fmt: skip
     arrays: dict[str, Any] = {}
     for key in ("batch_sizes", "epoch_seconds"):
         try:
@@ -253,5 +268,5 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
         )
     except JobFieldError as exc:
         raise TraceError(exc.reason, path=path, line=number, field=exc.field) from None
-    except (ValueError, TypeError) as exc:  # e.g. a string where a number belongs
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a string for a number
         raise TraceError(f"invalid value ({exc})", path=path, line=number) from None

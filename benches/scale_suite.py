@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from shockwave.atomic import atomic_write_text
+
 DEFAULT_SIZES = [(1000, 256), (5000, 1024), (20000, 6500)]
 DEFAULT_POLICIES = ["shockwave", "gavel", "themis", "fifo"]
 SEED = 1
@@ -116,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for policy, b in exponents.items():
         print(f"fitted exponent {policy}: {b:.2f}")
     if args.output is not None:
-        args.output.write_text(report(rows, exponents, args.mechanics))
+        atomic_write_text(args.output, report(rows, exponents, args.mechanics))
 
 
 HEADER = (

@@ -281,6 +281,7 @@ def solve(
         if warm.shape != a.shape:
             raise ValueError(f"warm_start: expected shape {a.shape}, got {warm.shape}")
     iterations = _iterations(max_iter, "max_iter")
+    assert iterations is not None
     warmup = _iterations(warmup_iterations, "warmup_iterations", optional=True)
     if isinstance(tol, bool) or not isinstance(tol, int | float | np.integer | np.floating):
         raise ValueError(f"tol: expected a positive number, got {tol!r}")

@@ -42,6 +42,7 @@ written with Python's shortest round-trip representation, so write-then-read is 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.atomic import atomic_writer
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
 from shockwave.throughputs import ThroughputTable
@@ -125,20 +127,51 @@ def decode_epochs(value: Any, name: str) -> list[Any] | npt.NDArray[Any]:
 
 
 def write_native(workload: Workload, path: str | PathLike[str]) -> None:
-    """Write ``workload`` to ``path`` in the native JSON Lines format (see the module docs)."""
+    """Write ``workload`` to ``path`` in the native JSON Lines format (see the module docs).
+
+    The file is replaced atomically (:mod:`shockwave.atomic`): an interrupted or failed write
+    leaves the previous file intact.
+    """
+    write_native_jobs(
+        workload.jobs,
+        path,
+        count=len(workload),
+        source=workload.source,
+        throughputs=workload.throughputs,
+    )
+
+
+def write_native_jobs(
+    jobs: Iterable[Job],
+    path: str | PathLike[str],
+    *,
+    count: int,
+    source: str,
+    throughputs: ThroughputTable | None,
+) -> None:
+    """Stream ``count`` jobs to ``path`` in the native format, one line at a time (bounded
+    memory), replacing ``path`` atomically when all are written.
+
+    Raises:
+        ValueError: if ``jobs`` does not yield exactly ``count`` jobs (nothing is written).
+    """
     header: dict[str, Any] = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
-        "jobs": len(workload),
-        "source": workload.source,
+        "jobs": count,
+        "source": source,
     }
-    if workload.throughputs is not None:
-        header["throughputs"] = workload.throughputs.to_dict()
-    with Path(path).open("w", encoding="utf-8") as out:
+    if throughputs is not None:
+        header["throughputs"] = throughputs.to_dict()
+    with atomic_writer(path) as out:
         out.write(json.dumps(header, allow_nan=False) + "\n")
-        for job in workload:
+        written = 0
+        for job in jobs:
             record = job_to_record(job)
             out.write(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n")
+            written += 1
+        if written != count:
+            raise ValueError(f"count: {count} jobs announced, {written} given")
 
 
 def read_native(path: str | PathLike[str]) -> Workload:

@@ -54,7 +54,7 @@ def one(jobs: int, gpus: int, policy: str, mechanics: str) -> dict[str, Any]:
     )
     finished = time.perf_counter()
     d = result.to_dict()
-    per_round = np.array(d["policy_seconds"], dtype=np.float64)
+    per_round = np.array(result.policy_seconds, dtype=np.float64)
     per_round = per_round[per_round > 0] if (per_round > 0).any() else per_round
     return {
         "jobs": jobs,
@@ -64,7 +64,7 @@ def one(jobs: int, gpus: int, policy: str, mechanics: str) -> dict[str, Any]:
         "generate_seconds": generated - started,
         "simulate_seconds": finished - generated,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-        "rounds": len(d["policy_seconds"]),
+        "rounds": d["rounds"],
         "policy_ms_median": 1e3 * float(np.median(per_round)) if per_round.size else 0.0,
         "policy_ms_max": 1e3 * float(per_round.max()) if per_round.size else 0.0,
         "makespan": d["makespan"],

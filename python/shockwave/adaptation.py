@@ -189,6 +189,41 @@ class JobModels:
         """Default estimator of :meth:`predict`."""
         return self._estimator
 
+    def to_bytes(self) -> bytes:
+        """The whole state (settings, default estimator and every job) as versioned bytes.
+
+        The Rust state is encoded field by field (little-endian, floats by their bits, format
+        ``SWJM`` version 1): :meth:`from_bytes` rebuilds a container that predicts bit for bit
+        what this one predicts. Pickling a :class:`JobModels` uses this encoding.
+        """
+        return self._estimator.encode("ascii") + b"\n" + self._core.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> JobModels:
+        """Rebuild the container of :meth:`to_bytes`.
+
+        Raises:
+            ValueError: naming ``state`` for bytes that are not such a state (every length,
+                index and value is checked before anything is allocated).
+        """
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise ValueError(f"state: expected bytes, got {type(data).__name__}")
+        name, newline, core = bytes(data).partition(b"\n")
+        if not newline or name.decode("ascii", "replace") not in ESTIMATORS:
+            raise ValueError("state: not a JobModels state (no estimator line)")
+        models = cls.__new__(cls)
+        models._estimator = _check_estimator(name.decode("ascii"))
+        models._core = _core.JobModelsCore.from_bytes(core)
+        return models
+
+    def __getstate__(self) -> bytes:
+        return self.to_bytes()
+
+    def __setstate__(self, state: bytes) -> None:
+        restored = JobModels.from_bytes(state)
+        self._estimator = restored._estimator
+        self._core = restored._core
+
     def __len__(self) -> int:
         return len(self._core)
 

@@ -200,7 +200,7 @@ def write_generated(parameters: GeneratorParameters, output: str | PathLike[str]
 
 
 #: Least bytes one job takes in each output format (a conservative floor: real lines are longer).
-_BYTES_PER_JOB_ON_DISK = {".trace": 80, ".jsonl": 150}
+_BYTES_PER_JOB_ON_DISK = {".trace": 100, ".jsonl": 200}
 #: Bytes one generated job takes in memory (its record and profile), a generous estimate.
 _BYTES_PER_JOB_IN_MEMORY = 4096
 

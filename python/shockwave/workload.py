@@ -153,7 +153,8 @@ def _check_job(job: Job) -> None:
         raise bad("batch_sizes", "every batch size must be >= 1")
     if not np.isfinite(job.epoch_seconds).all() or (job.epoch_seconds <= 0).any():
         raise bad("epoch_seconds", "every epoch duration must be finite and > 0 seconds")
-    total = float(np.sum(job.epoch_seconds))
+    with np.errstate(over="ignore"):  # an overflowing sum is refused just below
+        total = float(np.sum(job.epoch_seconds))
     if not total <= MAX_SECONDS:
         raise bad("epoch_seconds", f"the epochs last {total:g} s in all; at most {MAX_SECONDS:g}")
     if not _finite(job.weight) or job.weight <= 0:

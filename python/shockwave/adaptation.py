@@ -261,7 +261,7 @@ class JobModels:
         Raises:
             ValueError: naming the field, for a held id or an invalid profile.
         """
-        extra = dict(extra_regimes or {})
+        extra = _mapping("extra_regimes", extra_regimes or {})
         self._core.add(
             _job_id(job_id),
             _int_array("batch_sizes", batch_sizes),
@@ -441,7 +441,7 @@ def predict_remaining(
     Raises:
         ValueError: naming the argument.
     """
-    regimes = dict(epoch_seconds_by_batch_size)
+    regimes = _mapping("epoch_seconds_by_batch_size", epoch_seconds_by_batch_size)
     return _core.predict_remaining(
         _int_array("batch_sizes_so_far", batch_sizes_so_far),
         _int_array("epoch_seconds_by_batch_size", list(regimes.keys())),
@@ -527,6 +527,15 @@ def _real(name: str, value: object) -> float:
         return float(value)
     except OverflowError:
         raise ValueError(f"{name}: {value!r} is beyond double precision") from None
+
+
+def _mapping(name: str, value: object) -> dict[Any, Any]:
+    try:
+        return dict(value)  # type: ignore[call-overload,no-any-return]
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name}: must be a mapping of batch size to epoch seconds, got {value!r:.60}"
+        ) from None
 
 
 def _as_1d(name: str, values: Any) -> npt.NDArray[Any]:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -131,6 +131,8 @@ class MarketSolution:
         return shift_bids(self.bids, rounds)
 
 
+#: Longest window (rounds) any function here accepts, as the Rust core.
+MAX_ROUNDS = 2**32
 #: Largest ``max_iter`` and ``warmup_iterations`` accepted (a signed 64-bit count).
 MAX_ITERATIONS = 2**63 - 1
 
@@ -143,6 +145,15 @@ def _floats(value: object, argument: str) -> NDArray[np.float64]:
         return array if array.ndim == 0 else np.ascontiguousarray(array)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"{argument}: expected numbers, got {value!r:.80} ({exc})") from None
+
+
+def _raw(value: object, argument: str) -> NDArray[Any]:
+    """``np.asarray(value)``; ``ValueError`` naming ``argument`` when numpy cannot make an array
+    of it (a ragged list)."""
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{argument}: not an array ({exc})") from None
 
 
 def _iterations(value: object, argument: str, *, optional: bool = False) -> int | None:
@@ -173,9 +184,10 @@ def _budget_vector(value: ArrayLike, argument: str, length: int) -> NDArray[np.f
 
 
 def _per_job(value: ArrayLike, argument: str, jobs: int) -> NDArray[np.float64]:
-    if np.ndim(value) == 0:
-        return np.full(jobs, float(_floats(value, argument)))
-    return _vector(value, argument, jobs)
+    array = _floats(value, argument)
+    if array.ndim == 0:
+        return np.full(jobs, float(array))
+    return _vector(array, argument, jobs)
 
 
 def _matrix(value: ArrayLike, argument: str) -> NDArray[np.float64]:
@@ -186,7 +198,7 @@ def _matrix(value: ArrayLike, argument: str) -> NDArray[np.float64]:
 
 
 def _gang_sizes(value: ArrayLike, jobs: int) -> NDArray[np.int64]:
-    raw = np.asarray(value)
+    raw = _raw(value, "gang_sizes")
     if raw.shape != (jobs,):
         raise ValueError(f"gang_sizes: expected shape ({jobs},), got {raw.shape}")
     if raw.dtype == np.bool_ or not (
@@ -197,11 +209,18 @@ def _gang_sizes(value: ArrayLike, jobs: int) -> NDArray[np.int64]:
         np.all(np.isfinite(raw)) and np.all(raw == np.round(raw))
     ):
         raise ValueError("gang_sizes: expected integer GPU counts, got non-integral values")
+    if raw.size and (
+        (raw.dtype.kind == "f" and not np.all(np.abs(raw) < 2.0**63))
+        or (raw.dtype.kind == "u" and int(raw.max()) >= 2**63)
+    ):
+        raise ValueError("gang_sizes: a gang size does not fit in a 64-bit integer")
     return np.ascontiguousarray(raw, dtype=np.int64)
 
 
-def _supply(value: ArrayLike, rounds: int) -> NDArray[np.float64]:
+def _supply(value: ArrayLike, rounds: int, window: str = "valuations") -> NDArray[np.float64]:
     array = _floats(value, "supply")
+    if rounds > MAX_ROUNDS:  # before the scalar is spread over the rounds
+        raise ValueError(f"{window}: {rounds} rounds; a window may have at most 2**32")
     if array.ndim == 0:
         return np.full(rounds, float(array))
     return _vector(array, "supply", rounds)
@@ -361,7 +380,8 @@ def align_bids(
             f"previous_jobs: {len(previous_jobs)} identifiers for {old.shape[0]} rows of bids"
         )
     aligned = np.zeros((len(current_jobs), old.shape[1]))
-    previous_ids, current_ids = np.asarray(previous_jobs), np.asarray(current_jobs)
+    previous_ids = _raw(previous_jobs, "previous_jobs")
+    current_ids = _raw(current_jobs, "current_jobs")
     if (
         previous_ids.ndim == current_ids.ndim == 1
         and previous_ids.dtype.kind in "iu"
@@ -498,10 +518,10 @@ def round_schedule(
     x = _matrix(shares, "shares")
     jobs, rounds = x.shape
     gangs = _gang_sizes(gang_sizes, jobs)
-    g = _supply(supply, rounds)
+    g = _supply(supply, rounds, "shares")
     order = None
     if backfill_order is not None:
-        raw = np.asarray(backfill_order)
+        raw = _raw(backfill_order, "backfill_order")
         if raw.ndim != 1 or (raw.size > 0 and not np.issubdtype(raw.dtype, np.integer)):
             raise ValueError("backfill_order: expected a 1-D sequence of integer job indices")
         order = np.ascontiguousarray(raw, dtype=np.int64)

@@ -10,6 +10,10 @@
 
 use std::fs;
 
+/// Longest window of rounds any entry point accepts (`2^32`): beyond it an array of zero jobs
+/// and that many rounds would already have strides past what a 64-bit count holds.
+pub const MAX_ROUNDS: usize = 1 << 32;
+
 /// Memory the machine can give without swapping, bytes (`None` where it cannot be read).
 pub fn available_memory() -> Option<u64> {
     let text = fs::read_to_string("/proc/meminfo").ok()?;

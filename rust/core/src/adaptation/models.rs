@@ -919,6 +919,15 @@ impl JobModels {
             .map(|&id| self.get(id).ok_or_else(|| unknown_job("job_ids", id)))
             .collect::<Result<_, _>>()?;
         let n = jobs.len();
+        if num_rounds > crate::limits::MAX_ROUNDS {
+            return Err(AdaptationError::new(
+                "num_rounds",
+                format!(
+                    "{num_rounds} rounds; a window may have at most {} (2^32)",
+                    crate::limits::MAX_ROUNDS
+                ),
+            ));
+        }
         let cells = n.checked_mul(num_rounds);
         crate::limits::check_memory(
             cells.and_then(|cells| crate::limits::bytes_of(cells, 8)),

@@ -232,6 +232,12 @@ fn check_finite_nonnegative(argument: &'static str, values: &[f64]) -> Result<()
 /// Check every rule on the inputs; the error names the offending argument.
 pub fn validate(problem: &MarketProblem<'_>) -> Result<(), MarketError> {
     let (jobs, rounds) = (problem.jobs, problem.rounds);
+    if rounds > crate::limits::MAX_ROUNDS {
+        return Err(MarketError::new(
+            "valuations",
+            format!("{rounds} rounds; a window may have at most 2^32"),
+        ));
+    }
     let cells = jobs
         .checked_mul(rounds)
         .ok_or_else(|| MarketError::new("valuations", "jobs x rounds overflows".to_string()))?;

@@ -535,6 +535,12 @@ pub fn shift_bids(
     rounds: usize,
     elapsed: usize,
 ) -> Result<Vec<f64>, MarketError> {
+    if rounds > crate::limits::MAX_ROUNDS {
+        return Err(MarketError::new(
+            "bids",
+            format!("{rounds} rounds; a window may have at most 2^32"),
+        ));
+    }
     if Some(bids.len()) != jobs.checked_mul(rounds) {
         return Err(MarketError::new(
             "bids",

@@ -22,27 +22,55 @@ ids = st.one_of(st.integers(-2, 5), any_int)
 floats_or_junk = anything(any_float)
 
 steps = st.one_of(
-    st.tuples(st.just("add"), ids, st.lists(batch_size, max_size=12),
-              st.lists(st.one_of(st.floats(0.5, 50), any_float), max_size=12),
-              st.one_of(st.none(), st.dictionaries(batch_size, any_float, max_size=2)),
-              st.one_of(st.none(), any_float)),  # fmt: skip
+    st.tuples(
+        st.just("add"),
+        ids,
+        st.lists(batch_size, max_size=12),
+        st.lists(st.one_of(st.floats(0.5, 50), any_float), max_size=12),
+        st.one_of(st.none(), st.dictionaries(batch_size, any_float, max_size=2)),
+        st.one_of(st.none(), any_float),
+    ),
     st.tuples(st.just("remove"), st.one_of(ids, junk)),
-    st.tuples(st.just("observe"), st.lists(ids, max_size=3),
-              st.lists(st.one_of(st.floats(0, 12), any_float), max_size=3),
-              st.lists(batch_size, max_size=3)),  # fmt: skip
-    st.tuples(st.just("throughput"), st.lists(ids, max_size=3),
-              st.lists(st.one_of(st.integers(0, 40), any_int), max_size=3),
-              st.lists(batch_size, max_size=3), st.lists(any_float, max_size=3),
-              st.booleans()),  # fmt: skip
-    st.tuples(st.just("predict"), st.one_of(st.integers(0, 30), any_int, junk),
-              anything(st.sampled_from([120.0, 1.0, 1e-300, 1e300])),
-              st.one_of(st.sampled_from(ESTIMATORS), junk)),  # fmt: skip
+    st.tuples(
+        st.just("observe"),
+        st.lists(ids, max_size=3),
+        st.lists(st.one_of(st.floats(0, 12), any_float), max_size=3),
+        st.lists(batch_size, max_size=3),
+    ),
+    st.tuples(
+        st.just("throughput"),
+        st.lists(ids, max_size=3),
+        st.lists(st.one_of(st.integers(0, 40), any_int), max_size=3),
+        st.lists(batch_size, max_size=3),
+        st.lists(any_float, max_size=3),
+        st.booleans(),
+    ),
+    st.tuples(
+        st.just("predict"),
+        st.one_of(st.integers(0, 30), any_int, junk),
+        anything(st.sampled_from([120.0, 1.0, 1e-300, 1e300])),
+        st.one_of(st.sampled_from(ESTIMATORS), junk),
+    ),
 )
 
-FIELDS = ("job_id", "batch_sizes", "epoch_seconds", "extra_regimes", "samples_per_epoch",
-          "job_ids", "epochs_done", "current_batch_sizes", "completed_counts",
-          "completed_batch_sizes", "round_indices", "steps_per_second", "num_rounds",
-          "round_seconds", "estimator", "state")  # fmt: skip
+FIELDS = (
+    "job_id",
+    "batch_sizes",
+    "epoch_seconds",
+    "extra_regimes",
+    "samples_per_epoch",
+    "job_ids",
+    "epochs_done",
+    "current_batch_sizes",
+    "completed_counts",
+    "completed_batch_sizes",
+    "round_indices",
+    "steps_per_second",
+    "num_rounds",
+    "round_seconds",
+    "estimator",
+    "state",
+)
 
 
 def named(exc: ValueError) -> bool:
@@ -100,9 +128,12 @@ def test_predict_remaining_never_fails_unnamed(
         )
     except ValueError as exc:
         assert str(exc).split(":")[0] in (
-            "batch_sizes_so_far", "epoch_seconds_by_batch_size", "total_epochs", "estimator",
+            "batch_sizes_so_far",
+            "epoch_seconds_by_batch_size",
+            "total_epochs",
+            "estimator",
             "epoch_fraction",
-        ), str(exc)  # fmt: skip
+        ), str(exc)
         return
     assert np.isfinite(mean) and np.isfinite(std) and mean >= 0
 

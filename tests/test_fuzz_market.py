@@ -19,8 +19,19 @@ from shockwave import market
 
 from .fuzzing import any_float, any_int, anything, fuzz, junk, magnitudes, names_an_argument
 
-SOLVE_ARGUMENTS = ("valuations", "gang_sizes", "supply", "budgets", "progress", "ceilings", "tol",
-                   "max_iter", "warm_start", "method", "warmup_iterations")  # fmt: skip
+SOLVE_ARGUMENTS = (
+    "valuations",
+    "gang_sizes",
+    "supply",
+    "budgets",
+    "progress",
+    "ceilings",
+    "tol",
+    "max_iter",
+    "warm_start",
+    "method",
+    "warmup_iterations",
+)
 
 
 @st.composite
@@ -29,21 +40,34 @@ def markets(draw: Any, values: Any = any_float) -> dict[str, Any]:
     rounds = draw(st.integers(0, 6))
     shape = (jobs, rounds)
     valuations = draw(st.one_of(hnp.arrays(np.float64, shape, elements=values), junk))
-    gangs = draw(st.one_of(
-        hnp.arrays(np.int64, (jobs,), elements=st.integers(0, 6)),
-        st.lists(any_int, min_size=jobs, max_size=jobs),
-        junk,
-    ))  # fmt: skip
-    supply = draw(st.one_of(st.sampled_from([4.0, 8.0]), values,
-                            hnp.arrays(np.float64, (rounds,), elements=values), junk))  # fmt: skip
+    gangs = draw(
+        st.one_of(
+            hnp.arrays(np.int64, (jobs,), elements=st.integers(0, 6)),
+            st.lists(any_int, min_size=jobs, max_size=jobs),
+            junk,
+        )
+    )
+    supply = draw(
+        st.one_of(
+            st.sampled_from([4.0, 8.0]),
+            values,
+            hnp.arrays(np.float64, (rounds,), elements=values),
+            junk,
+        )
+    )
     kwargs: dict[str, Any] = {}
-    for name, default in (("budgets", values), ("progress", st.floats(0, 1)),
-                          ("ceilings", st.sampled_from([1.0, np.inf]))):  # fmt: skip
+    for name, default in (
+        ("budgets", values),
+        ("progress", st.floats(0, 1)),
+        ("ceilings", st.sampled_from([1.0, np.inf])),
+    ):
         if draw(st.booleans()):
-            kwargs[name] = draw(st.one_of(
-                hnp.arrays(np.float64, (jobs,), elements=st.one_of(default, values)),
-                anything(values),
-            ))  # fmt: skip
+            kwargs[name] = draw(
+                st.one_of(
+                    hnp.arrays(np.float64, (jobs,), elements=st.one_of(default, values)),
+                    anything(values),
+                )
+            )
     if draw(st.booleans()):
         kwargs["warm_start"] = draw(
             st.one_of(hnp.arrays(np.float64, shape, elements=values), anything(values))
@@ -99,8 +123,9 @@ def test_solve_with_extreme_magnitudes(args: dict[str, Any]) -> None:
 
 @fuzz(40)
 @given(
-    base=hnp.arrays(np.float64, st.tuples(st.integers(1, 5), st.integers(1, 5)),
-                    elements=st.floats(0.01, 1.0)),  # fmt: skip
+    base=hnp.arrays(
+        np.float64, st.tuples(st.integers(1, 5), st.integers(1, 5)), elements=st.floats(0.01, 1.0)
+    ),
     row_exponents=st.lists(st.integers(-300, 300), min_size=5, max_size=5),
     budget_exponent=st.integers(-300, 300),
 )
@@ -118,11 +143,14 @@ def test_the_equilibrium_ignores_the_scale_of_budgets_and_valuations(
 
 @fuzz(60)
 @given(
-    bids=st.one_of(hnp.arrays(np.float64, st.tuples(st.integers(0, 4), st.integers(0, 4)),
-                              elements=any_float), junk),  # fmt: skip
+    bids=st.one_of(
+        hnp.arrays(np.float64, st.tuples(st.integers(0, 4), st.integers(0, 4)), elements=any_float),
+        junk,
+    ),
     rounds=st.one_of(any_int, junk),
-    ids=st.one_of(st.lists(st.integers(-3, 3), max_size=5), st.lists(st.text(max_size=2),
-                                                                       max_size=5)),  # fmt: skip
+    ids=st.one_of(
+        st.lists(st.integers(-3, 3), max_size=5), st.lists(st.text(max_size=2), max_size=5)
+    ),
     budgets=st.one_of(st.none(), hnp.arrays(np.float64, st.integers(0, 5), elements=any_float)),
     smoothing=anything(st.floats(-1, 2)),
     change=anything(st.floats(0, 10)),
@@ -130,8 +158,17 @@ def test_the_equilibrium_ignores_the_scale_of_budgets_and_valuations(
 def test_warm_start_helpers_never_fail_unnamed(
     bids: Any, rounds: Any, ids: list[Any], budgets: Any, smoothing: Any, change: Any
 ) -> None:
-    arguments = ("bids", "rounds", "previous_jobs", "current_jobs", "smoothing", "budgets",
-                 "previous_budgets", "max_budget_change", "previous_budgets and budgets")  # fmt: skip
+    arguments = (
+        "bids",
+        "rounds",
+        "previous_jobs",
+        "current_jobs",
+        "smoothing",
+        "budgets",
+        "previous_budgets",
+        "max_budget_change",
+        "previous_budgets and budgets",
+    )
     try:
         shifted = market.shift_bids(bids, rounds)
         assert shifted.shape == np.shape(bids)
@@ -153,8 +190,14 @@ def test_warm_start_helpers_never_fail_unnamed(
 
 @fuzz(60)
 @given(
-    shares=st.one_of(hnp.arrays(np.float64, st.tuples(st.integers(0, 5), st.integers(0, 5)),
-                                elements=st.one_of(st.floats(0, 1), any_float)), junk),  # fmt: skip
+    shares=st.one_of(
+        hnp.arrays(
+            np.float64,
+            st.tuples(st.integers(0, 5), st.integers(0, 5)),
+            elements=st.one_of(st.floats(0, 1), any_float),
+        ),
+        junk,
+    ),
     gangs=st.one_of(st.lists(any_int, max_size=5), junk),
     supply=anything(st.floats(0, 16)),
     order=st.one_of(st.none(), st.lists(any_int, max_size=6), junk),

@@ -48,8 +48,14 @@ def held_models() -> JobModels:
 
 # ------------------------------------------------------------------ aborts of the host process
 def test_predict_with_a_window_of_1e12_rounds_is_refused_naming_num_rounds() -> None:
-    with pytest.raises(ValueError, match=r"^num_rounds: .*GB, more than the .* available"):
+    with pytest.raises(ValueError, match=r"^num_rounds: 1000000000000 rounds; .* at most"):
         held_models().predict(10**12)
+    models = held_models()
+    models.add(2, [32], [1.0])
+    models.add(3, [32], [1.0])
+    # within the window limit, but not within the machine's memory (100 GB)
+    with pytest.raises(ValueError, match=r"^num_rounds: .*GB, more than the .* available"):
+        models.predict(2**32)
 
 
 def test_predict_with_2_to_the_62_rounds_is_a_value_error_not_a_panic() -> None:
@@ -385,3 +391,24 @@ def test_the_exit_statuses_are_documented_in_help(capsys: pytest.CaptureFixture[
     for status in ("0 ", "1 ", "2 ", "3 ", "4 ", "5 ", "130"):
         assert f"\n  {status}" in out
     assert os.environ.get("SHOCKWAVE_DEBUG") is None
+
+
+def test_an_epoch_shorter_than_a_microsecond_or_a_subnormal_weight_is_refused() -> None:
+    """Found by the fuzzing campaign: a 5e-324 s epoch made the throughput overflow, a weight of
+    5e-324 made max-min fairness overflow."""
+    with pytest.raises(JobFieldError, match="field 'epoch_seconds': .* at least 1e-06 s"):
+        Job(job_id=0, arrival_time=0.0, gang_size=1, model="m", dataset="", mode="static",
+            batch_sizes=[16], epoch_seconds=[5e-324])  # fmt: skip
+    with pytest.raises(JobFieldError, match=r"field 'weight': .*\(in \[1e-300, 1e\+300\]"):
+        Job(job_id=0, arrival_time=0.0, gang_size=1, model="m", dataset="", mode="static",
+            batch_sizes=[16], epoch_seconds=[1.0], weight=5e-324)  # fmt: skip
+
+
+def test_weights_1e300_apart_run_the_shockwave_policy(canonical_workload: Any) -> None:
+    """Found by the fuzzing campaign: NaN warm-start bids when weights spanned 1e-300..1e300."""
+    import dataclasses
+
+    jobs = [dataclasses.replace(j, weight=(1e-300, 1.0, 1e300)[j.job_id % 3])
+            for j in canonical_workload.jobs[:20]]  # fmt: skip
+    result = simulate(canonical_workload.with_jobs(jobs), "shockwave", SimulationConfig(gpus=8))
+    assert np.isfinite(result.makespan)

@@ -9,7 +9,8 @@ the interpreter. So every such size is checked up front, and refused with a ``Va
 * :data:`MAX_EPOCHS_PER_JOB`: epochs of one job (its per-epoch profile holds two numbers per
   epoch; real jobs have at most thousands);
 * :data:`INT64_MAX`: every integer handed to numpy's int64 arrays or the Rust core;
-* :data:`MAX_SECONDS`: a job's arrival time and its total run time;
+* :data:`MAX_SECONDS`: a job's arrival time and its total run time; :data:`MIN_EPOCH_SECONDS`:
+  its shortest epoch; :data:`MIN_WEIGHT` and :data:`MAX_WEIGHT`: its priority weight;
 * the machine's available memory (:func:`available_memory_bytes`) for totals
   (:func:`check_memory`).
 
@@ -27,6 +28,11 @@ INT64_MAX = 2**63 - 1
 #: Latest arrival and longest total run time of a job, seconds (about 31,700 years): beyond it
 #: sums of times lose whole seconds and round counts stop being exact.
 MAX_SECONDS = 1e12
+#: Shortest epoch of a job, seconds (a microsecond): shorter ones make throughputs overflow.
+MIN_EPOCH_SECONDS = 1e-6
+#: Range of a job's priority weight: policies divide by weights and multiply them by budgets
+#: and boosts, which stays finite within it (a subnormal weight made max-min fairness overflow).
+MIN_WEIGHT, MAX_WEIGHT = 1e-300, 1e300
 
 
 def available_memory_bytes() -> int | None:

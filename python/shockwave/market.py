@@ -469,9 +469,12 @@ def warm_start_bids(
     if budget_pair is not None:
         old, new = budget_pair
         known = old > 0
-        ratio = np.divide(new, old, out=np.zeros_like(new), where=known)
-        keep = known & (ratio * max_budget_change >= 1.0) & (ratio <= max_budget_change)
-        shifted = np.where(keep[:, None], shifted * ratio[:, None], 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):  # non-finite rows start cold below
+            ratio = np.divide(new, old, out=np.zeros_like(new), where=known)
+            keep = known & (ratio * max_budget_change >= 1.0) & (ratio <= max_budget_change)
+            scaled = shifted * ratio[:, None]
+        keep &= np.isfinite(scaled).all(axis=1)
+        shifted = np.where(keep[:, None], scaled, 0.0)
     if smoothing > 0.0 and shifted.size:
         shifted = (1.0 - smoothing) * shifted + smoothing * shifted.mean(axis=1, keepdims=True)
     return shifted

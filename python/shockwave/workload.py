@@ -18,7 +18,14 @@ import numpy.typing as npt
 
 from shockwave.catalog import ADAPTATION_MODES, AdaptationMode
 from shockwave.errors import JobFieldError
-from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB, MAX_SECONDS
+from shockwave.limits import (
+    INT64_MAX,
+    MAX_EPOCHS_PER_JOB,
+    MAX_SECONDS,
+    MAX_WEIGHT,
+    MIN_EPOCH_SECONDS,
+    MIN_WEIGHT,
+)
 from shockwave.throughputs import ThroughputTable, format_job_type
 
 
@@ -153,12 +160,21 @@ def _check_job(job: Job) -> None:
         raise bad("batch_sizes", "every batch size must be >= 1")
     if not np.isfinite(job.epoch_seconds).all() or (job.epoch_seconds <= 0).any():
         raise bad("epoch_seconds", "every epoch duration must be finite and > 0 seconds")
+    if (job.epoch_seconds < MIN_EPOCH_SECONDS).any():
+        raise bad(
+            "epoch_seconds",
+            f"every epoch duration must be at least {MIN_EPOCH_SECONDS:g} s (shorter ones make "
+            "throughputs overflow)",
+        )
     with np.errstate(over="ignore"):  # an overflowing sum is refused just below
         total = float(np.sum(job.epoch_seconds))
     if not total <= MAX_SECONDS:
         raise bad("epoch_seconds", f"the epochs last {total:g} s in all; at most {MAX_SECONDS:g}")
-    if not _finite(job.weight) or job.weight <= 0:
-        raise bad("weight", f"must be finite and > 0, got {job.weight!r}")
+    if not _finite(job.weight) or not MIN_WEIGHT <= job.weight <= MAX_WEIGHT:
+        raise bad(
+            "weight",
+            f"must be finite and > 0 (in [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}]), got {job.weight!r}",
+        )
     for name in ("total_steps", "samples_per_epoch"):
         value = getattr(job, name)
         if value is not None and (

@@ -29,10 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from shockwave.catalog import ADAPTATION_MODES, MODEL_FAMILIES, AdaptationMode
-from shockwave.errors import TraceError
+from shockwave.errors import JobFieldError, TraceError
 from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
 from shockwave.profiles import batch_size_schedule, epoch_durations, num_epochs
 from shockwave.throughputs import ThroughputTable, parse_job_type
@@ -236,6 +236,28 @@ def record_to_job(
         ) from None  # fmt: skip
     except ValueError as exc:
         raise TraceError(str(exc), path=path, line=record.line, field="job_type") from None
+    try:
+        return _job(record, job_id, family, schedule, seconds)
+    except JobFieldError as exc:
+        field = _TRACE_FIELD_OF_JOB_FIELD.get(exc.field, exc.field)
+        raise TraceError(exc.reason, path=path, line=record.line, field=field) from None
+
+
+#: The ``.trace`` field each :class:`Job` field comes from.
+_TRACE_FIELD_OF_JOB_FIELD = {
+    "arrival_time": "arrival_time",
+    "gang_size": "scale_factor",
+    "weight": "priority_weight",
+    "epoch_seconds": "total_steps",
+    "batch_sizes": "total_steps",
+    "total_steps": "total_steps",
+    "trace_duration": "duration",
+    "mode": "mode",
+    "model": "job_type",
+}
+
+
+def _job(record: TraceRecord, job_id: int, family: Any, schedule: Any, seconds: Any) -> Job:
     return Job(
         job_id=job_id,
         arrival_time=record.arrival_time,

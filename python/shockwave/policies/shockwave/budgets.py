@@ -85,18 +85,20 @@ def market_budgets(
         window_seconds: how close to the longest remaining runtime a job must be to be critical.
         round_seconds: round length, seconds.
     """
-    budgets = _budgets(
-        weight,
-        gang_size,
-        boost,
-        remaining,
-        gang_budgets,
-        remaining_exponent,
-        makespan_weight,
-        window_seconds,
-        round_seconds,
-    )
-    if budgets.shape[0] and not math.isfinite(float(budgets.sum())):
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is redone just below
+        budgets = _budgets(
+            weight,
+            gang_size,
+            boost,
+            remaining,
+            gang_budgets,
+            remaining_exponent,
+            makespan_weight,
+            window_seconds,
+            round_seconds,
+        )
+        total = float(budgets.sum()) if budgets.shape[0] else 0.0
+    if not math.isfinite(total):
         # Weights so large that the budgets overflow: only their ratios matter, so rescale.
         largest = float(weight.max())
         budgets = _budgets(

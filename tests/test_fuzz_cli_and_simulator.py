@@ -135,6 +135,8 @@ def argvs(draw: Any, files: dict[str, str]) -> list[str]:
     for _ in range(draw(st.integers(0, 4))):
         option = draw(st.sampled_from(OPTIONS))
         argv += [option, draw(st.one_of(values, paths))]
+        if option == "--round-seconds":  # short rounds make long (valid) runs: keep them bounded
+            argv[-1] = draw(st.sampled_from(["120", "600", "0", "-1", "nan", "inf", "x", "1e300"]))
         if option in ("--output", "--timing", "--checkpoint", "-o", "--plots"):
             argv[-1] = draw(
                 st.sampled_from(
@@ -260,7 +262,7 @@ def workloads(draw: Any, gpus: int) -> Workload:
     gpus=st.integers(1, 8),
     policy=st.sampled_from(sorted(POLICIES)),
     noise=st.sampled_from([0.0, 0.0, 0.5]),
-    round_seconds=st.sampled_from([120.0, 1.0, 1e4]),
+    round_seconds=st.sampled_from([120.0, 30.0, 1e4]),
 )
 def test_the_simulator_returns_a_result_or_a_documented_error(
     data: Any, gpus: int, policy: str, noise: float, round_seconds: float
@@ -271,7 +273,7 @@ def test_the_simulator_returns_a_result_or_a_documented_error(
         throughput_noise=noise,
         round_seconds=round_seconds,
         restart_penalty_seconds=0.0,
-        max_rounds=3000,
+        max_rounds=200,
     )
     try:
         result = simulate(workload, policy, config)

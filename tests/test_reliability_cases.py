@@ -412,3 +412,17 @@ def test_weights_1e300_apart_run_the_shockwave_policy(canonical_workload: Any) -
             for j in canonical_workload.jobs[:20]]  # fmt: skip
     result = simulate(canonical_workload.with_jobs(jobs), "shockwave", SimulationConfig(gpus=8))
     assert np.isfinite(result.makespan)
+
+
+def test_windows_over_2_to_the_32_rounds_are_refused_even_without_jobs() -> None:
+    """Found by the fuzzing campaign: an empty container asked for 2**63 - 1 rounds returned a
+    (0, 2**63 - 1) array whose strides overflow, and the interpreter crashed (SIGSEGV)."""
+    with pytest.raises(ValueError, match="^num_rounds: .* at most 4294967296"):
+        JobModels().predict(2**63 - 1)
+    empty = np.zeros((0, 2**40))
+    with pytest.raises(ValueError, match="^bids: "):
+        market.shift_bids(empty, 1)
+    with pytest.raises(ValueError, match="^valuations: "):
+        market.solve(empty, np.zeros(0, dtype=np.int64), 1.0)
+    with pytest.raises(ValueError, match="^shares: "):
+        market.round_schedule(empty, np.zeros(0, dtype=np.int64), 1.0)

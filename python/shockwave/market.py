@@ -140,6 +140,8 @@ MAX_ITERATIONS = 2**63 - 1
 def _floats(value: object, argument: str) -> NDArray[np.float64]:
     """``value`` as a C-contiguous float64 array; ``ValueError`` naming ``argument`` if it is
     not numeric."""
+    if value is None:  # numpy would read it as NaN
+        raise ValueError(f"{argument}: expected numbers, got None")
     try:
         array = np.asarray(value, dtype=np.float64)
         return array if array.ndim == 0 else np.ascontiguousarray(array)

@@ -426,3 +426,33 @@ def test_windows_over_2_to_the_32_rounds_are_refused_even_without_jobs() -> None
         market.solve(empty, np.zeros(0, dtype=np.int64), 1.0)
     with pytest.raises(ValueError, match="^shares: "):
         market.round_schedule(empty, np.zeros(0, dtype=np.int64), 1.0)
+
+
+def test_ctrl_c_stops_a_real_process_promptly_with_status_130(tmp_path: Path) -> None:
+    """The console script, interrupted by SIGINT mid-run: one line, status 130, no partial
+    file, within seconds."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = Path(sys.executable).parent / "shockwave"
+    if not script.exists():
+        script = Path(shutil.which("shockwave") or "shockwave")
+    out = tmp_path / "big.jsonl"
+    process = subprocess.Popen(
+        [str(script), "trace", "generate", "--jobs", "2000000", "--gpus", "32", "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2.0)
+    assert process.poll() is None, "finished before the interruption"
+    process.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    _, err = process.communicate(timeout=60)
+    assert time.monotonic() - started < 10.0
+    assert process.returncode == 130
+    assert err.strip() == "shockwave: interrupted"
+    assert list(tmp_path.iterdir()) == []

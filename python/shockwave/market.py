@@ -224,6 +224,8 @@ def _supply(value: ArrayLike, rounds: int, window: str = "valuations") -> NDArra
     if rounds > MAX_ROUNDS:  # before the scalar is spread over the rounds
         raise ValueError(f"{window}: {rounds} rounds; a window may have at most 2**32")
     if array.ndim == 0:
+        if not (np.isfinite(array) and array >= 0):  # checked even when there are no rounds
+            raise ValueError(f"supply: expected a finite number of GPUs >= 0, got {float(array)}")
         return np.full(rounds, float(array))
     return _vector(array, "supply", rounds)
 

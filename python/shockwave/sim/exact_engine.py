@@ -142,7 +142,9 @@ class ExactEngine(Engine):
         left = self.profiles.total_seconds[jobs] - self.work_done[jobs]
         capacity = (tau - penalty) * speed
         finishes = left <= capacity
-        run = np.where(finishes, left / speed, tau - penalty)
+        # (a huge noise can make a speed underflow to 0: divide only where the job finishes)
+        finish_run = np.divide(left, speed, out=np.zeros_like(left), where=finishes)
+        run = np.where(finishes, finish_run, tau - penalty)
         completion = np.where(finishes, now + penalty + run, np.nan)
         before = self.work_done[jobs].copy()
         self.work_done[jobs] = np.where(

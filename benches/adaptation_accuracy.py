@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from shockwave.adaptation import Estimator, JobModels
+from shockwave.atomic import atomic_write_text
 from shockwave.traces import load_workload
 from shockwave.workload import Job
 
@@ -242,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(text)
     else:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text)
+        atomic_write_text(args.output, text)
 
 
 if __name__ == "__main__":

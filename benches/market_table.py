@@ -48,6 +48,7 @@ from tests.market_reference import (  # noqa: E402
 )
 
 from shockwave import market  # noqa: E402
+from shockwave.atomic import atomic_write_text  # noqa: E402
 from shockwave.market import MarketSolution, Method  # noqa: E402
 from shockwave.policies.shockwave.policy import WARM_START_SMOOTHING  # noqa: E402
 from shockwave.traces import GeneratorParameters, generate_workload  # noqa: E402
@@ -264,7 +265,7 @@ def main() -> None:
             if start not in content:
                 raise SystemExit(f"{readme}: no {start} marker")
             content = replace_block(content, text, start, end)
-        readme.write_text(content)
+        atomic_write_text(readme, content)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from shockwave.atomic import atomic_write_text
+
 DEFAULT_SIZES = [(1000, 256), (5000, 1024), (20000, 6500)]
 DEFAULT_POLICIES = ["shockwave", "gavel", "themis", "fifo"]
 SEED = 1
@@ -52,7 +54,7 @@ def one(jobs: int, gpus: int, policy: str, mechanics: str) -> dict[str, Any]:
     )
     finished = time.perf_counter()
     d = result.to_dict()
-    per_round = np.array(d["policy_seconds"], dtype=np.float64)
+    per_round = np.array(result.policy_seconds, dtype=np.float64)
     per_round = per_round[per_round > 0] if (per_round > 0).any() else per_round
     return {
         "jobs": jobs,
@@ -62,7 +64,7 @@ def one(jobs: int, gpus: int, policy: str, mechanics: str) -> dict[str, Any]:
         "generate_seconds": generated - started,
         "simulate_seconds": finished - generated,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-        "rounds": len(d["policy_seconds"]),
+        "rounds": d["rounds"],
         "policy_ms_median": 1e3 * float(np.median(per_round)) if per_round.size else 0.0,
         "policy_ms_max": 1e3 * float(per_round.max()) if per_round.size else 0.0,
         "makespan": d["makespan"],
@@ -116,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for policy, b in exponents.items():
         print(f"fitted exponent {policy}: {b:.2f}")
     if args.output is not None:
-        args.output.write_text(report(rows, exponents, args.mechanics))
+        atomic_write_text(args.output, report(rows, exponents, args.mechanics))
 
 
 HEADER = (

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from shockwave.atomic import atomic_write_text
 from shockwave.policies import ORIGINAL_NAMES, make_policy, policy_parameters
 from shockwave.sim import SimulationConfig, simulate
 from shockwave.traces import load_workload
@@ -173,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             lines.append(row(f"`{parameter} = {value}`{mark}", result))
             print(lines[-1], flush=True)
         lines.append("")
-    args.output.write_text("\n".join(lines))
+    atomic_write_text(args.output, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shockwave.atomic import atomic_write_text
 from shockwave.policies import make_policy
 from shockwave.sim import SimulationConfig, simulate
 from shockwave.traces import GeneratorParameters, generate_workload
@@ -222,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"default: {chosen.parameters}", flush=True)
     seconds = time.perf_counter() - started
     text = report(candidates[: args.top], chosen, validations, len(candidates), references, seconds)
-    args.output.write_text(text)
+    atomic_write_text(args.output, text)
 
 
 def report(

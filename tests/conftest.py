@@ -3,7 +3,9 @@
 Property tests draw the same examples on every run by default (profile ``deterministic``), so
 that a run of the suite, in CI or on a laptop, is reproducible. To search for new
 counterexamples, run with ``HYPOTHESIS_PROFILE=explore``: random examples, and 1,000 of them in
-the tests that do not set their own count.
+the tests that do not set their own count. ``HYPOTHESIS_PROFILE=fuzz`` is the long fuzzing
+campaign of the ``test_fuzz_*`` files (random examples, 10,000 per entry point; see
+``tests/fuzzing.py`` and ``docs/reliability.md``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ TACC = TRACES / "tacc_throughputs.json"
 
 settings.register_profile("deterministic", derandomize=True)
 settings.register_profile("explore", derandomize=False, max_examples=1000)
+settings.register_profile("fuzz", derandomize=False, max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 

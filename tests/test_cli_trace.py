@@ -34,14 +34,14 @@ def test_convert_then_inspect_the_native_file(
     assert "jobs:                 120" in capsys.readouterr().out
 
 
-def test_bad_input_is_one_line_on_stderr_with_status_2(
+def test_bad_input_is_one_line_on_stderr_with_status_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "bad.trace"
     bad.write_text("LM (batch size 10)\tx\n")
-    assert main(["trace", "inspect", str(bad), "--throughputs", str(TACC)]) == 2
+    assert main(["trace", "inspect", str(bad), "--throughputs", str(TACC)]) == 3  # input
     err = capsys.readouterr().err
     assert err.startswith(f"shockwave: error: {bad}:1: expected 10 (Gavel) or 12")
     assert "Traceback" not in err
-    assert main(["trace", "inspect", str(CANONICAL_TRACE)]) == 2
+    assert main(["trace", "inspect", str(CANONICAL_TRACE)]) == 3
     assert "needs a throughput table" in capsys.readouterr().err

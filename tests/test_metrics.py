@@ -55,9 +55,16 @@ def test_result_json_has_the_documented_keys_and_a_job_frame() -> None:
     data = json.loads(result.to_json())
     for key in (
         "policy", "gpus", "mechanics", "makespan", "avg_jct", "median_jct", "p99_jct", "jct",
-        "ftf", "worst_ftf", "unfair_fraction", "utilization", "wall_seconds",
+        "ftf", "worst_ftf", "unfair_fraction", "utilization",
     ):  # fmt: skip
         assert key in data
+    # timing is a measurement, not a result: apart from the metrics, still readable
+    assert not {"wall_seconds", "policy_seconds", "policy_seconds_total"} & set(data)
+    assert set(result.timing.to_dict()) == {
+        "wall_seconds", "policy_seconds_total", "policy_seconds_max_round", "policy_seconds",
+    }  # fmt: skip
+    assert result.wall_seconds == result.timing.wall_seconds > 0
+    assert len(result.policy_seconds) == data["rounds"]
     assert data["policy"] == "gandiva-fair"
     assert data["mechanics"] == "gavel"
     assert len(data["jct"]) == len(data["ftf"]) == 120

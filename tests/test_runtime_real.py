@@ -1,7 +1,7 @@
 """Real runs: real training processes under the scheduler, on this machine's cores.
 
-Tiny jobs of the bundled families (a few seconds of training each) in rounds of about a second,
-so that they are preempted, resumed and extended many times. Every job must end with the digest
+Small jobs of the bundled families (two to four seconds of training each) in rounds of a
+second, so that they are preempted, resumed and extended many times. Every job must end with the digest
 of the same job trained alone without interruption, whatever happened to it: preemptions, a
 SIGKILL, a killed scheduler, Ctrl-C. Both executors run (Ray when installed).
 """
@@ -34,11 +34,11 @@ pytestmark = pytest.mark.skipif(usable_cores() < 2, reason="needs two cores (two
 
 #: (family, mode, initial batch size, epochs, gang size, arrival seconds)
 TINY = [
-    ("softmax-digits", "gns", 16, 12, 1, 0.0),
-    ("mlp-digits", "static", 32, 3, 1, 0.0),
-    ("rnn-sines", "accordion", 16, 4, 1, 0.5),
-    ("softmax-digits", "accordion", 32, 10, 2, 1.0),
-    ("mlp-digits", "gns", 16, 3, 1, 1.5),
+    ("softmax-digits", "gns", 16, 30, 1, 0.0),
+    ("mlp-digits", "static", 32, 6, 1, 0.0),
+    ("rnn-sines", "accordion", 16, 8, 1, 0.5),
+    ("softmax-digits", "accordion", 32, 25, 2, 1.0),
+    ("mlp-digits", "gns", 16, 5, 1, 1.5),
 ]
 
 

@@ -82,7 +82,7 @@ def run_fake(
         snapshot = journal.snapshot()
         assert snapshot is not None
         engine.restore(journal.rounds(), snapshot[1])
-    engine.run()
+    engine.execute()
     result = run_result(engine, 0.0, executor.name)
     journal.close()
     return result, engine, executor
@@ -307,7 +307,7 @@ def test_a_policy_error_stops_every_job_with_a_checkpoint_and_is_raised(tmp_path
     journal = Journal(tmp_path / "journal.sqlite", create=True)
     engine = RuntimeEngine(workload, Broken(), config, executor, journal, "cpu", clock=clock)
     with pytest.raises(PolicyOutputError, match="987654"):
-        engine.run()
+        engine.execute()
     assert checkpoints  # the job that was training saved its work before the run ended
     assert executor.closed
     kinds = [row[3] for row in journal.events()]

@@ -339,7 +339,7 @@ def test_config_file_sets_parameters(tmp_path: Path, capsys: pytest.CaptureFixtu
     config.write_text("[shockwave]\nhorizon = 10\n")
     status = main(["simulate", "--trace", str(CANONICAL_TRACE), "--throughputs", str(TACC),
                    "--gpus", "32", "--policy", "shockwave", "--config", str(config)])  # fmt: skip
-    assert status == 2
+    assert status == 3
     assert "has no parameter 'horizon'" in capsys.readouterr().err
 
 

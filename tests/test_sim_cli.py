@@ -58,11 +58,11 @@ def test_config_passes_parameters_and_rejects_unknown_keys(
     assert main([*argv[:-1], "gavel", "--config", str(toml)]) == 0
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"allox": {"beta": 0.5}}))
-    assert main([*argv, "--config", str(bad)]) == 2
+    assert main([*argv, "--config", str(bad)]) == 3  # an input file's content
     assert "has no parameter 'beta'" in capsys.readouterr().err
     unknown = tmp_path / "unknown.json"
     unknown.write_text(json.dumps({"simulation": {"gpus": 4}}))
-    assert main([*argv, "--config", str(unknown)]) == 2
+    assert main([*argv, "--config", str(unknown)]) == 3
     assert "unknown [simulation] key 'gpus'" in capsys.readouterr().err
 
 
@@ -71,7 +71,7 @@ def test_bad_arguments_are_reported(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     assert "unknown policy 'nope'" in capsys.readouterr().err
     argv = ["simulate", *TRACE, "--gpus", "32", "--policy", "fifo"]
-    assert main(argv) == 2
+    assert main(argv) == 3
     assert "needs a throughput table" in capsys.readouterr().err
 
 

@@ -9,6 +9,12 @@ from numpy.typing import NDArray
 def core_version() -> str:
     """Version of the Rust core compiled into this extension."""
 
+class InternalError(RuntimeError):
+    """A bug in shockwave's Rust core (a panic caught at the binding): please report it."""
+
+def _panic_probe() -> None:
+    """Panic on purpose inside the binding's guard (the guard's test); raises InternalError."""
+
 # --- adaptation model (rust/python/src/adaptation.rs; wrapped by shockwave.adaptation) ---------
 
 @final
@@ -28,6 +34,10 @@ class JobModelsCore:
         max_blocks: int = 16,
         threads: int = 0,
     ) -> JobModelsCore: ...
+    def to_bytes(self) -> bytes: ...
+    @staticmethod
+    def from_bytes(data: bytes) -> JobModelsCore: ...
+    def __reduce__(self) -> tuple[object, tuple[bytes]]: ...
     def __len__(self) -> int: ...
     def __contains__(self, key: int, /) -> bool: ...
     def job_ids(self) -> npt.NDArray[np.int64]: ...

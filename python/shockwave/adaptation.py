@@ -189,6 +189,41 @@ class JobModels:
         """Default estimator of :meth:`predict`."""
         return self._estimator
 
+    def to_bytes(self) -> bytes:
+        """The whole state (settings, default estimator and every job) as versioned bytes.
+
+        The Rust state is encoded field by field (little-endian, floats by their bits, format
+        ``SWJM`` version 1): :meth:`from_bytes` rebuilds a container that predicts bit for bit
+        what this one predicts. Pickling a :class:`JobModels` uses this encoding.
+        """
+        return self._estimator.encode("ascii") + b"\n" + self._core.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> JobModels:
+        """Rebuild the container of :meth:`to_bytes`.
+
+        Raises:
+            ValueError: naming ``state`` for bytes that are not such a state (every length,
+                index and value is checked before anything is allocated).
+        """
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise ValueError(f"state: expected bytes, got {type(data).__name__}")
+        name, newline, core = bytes(data).partition(b"\n")
+        if not newline or name.decode("ascii", "replace") not in ESTIMATORS:
+            raise ValueError("state: not a JobModels state (no estimator line)")
+        models = cls.__new__(cls)
+        models._estimator = _check_estimator(name.decode("ascii"))
+        models._core = _core.JobModelsCore.from_bytes(core)
+        return models
+
+    def __getstate__(self) -> bytes:
+        return self.to_bytes()
+
+    def __setstate__(self, state: bytes) -> None:
+        restored = JobModels.from_bytes(state)
+        self._estimator = restored._estimator
+        self._core = restored._core
+
     def __len__(self) -> int:
         return len(self._core)
 
@@ -226,7 +261,7 @@ class JobModels:
         Raises:
             ValueError: naming the field, for a held id or an invalid profile.
         """
-        extra = dict(extra_regimes or {})
+        extra = _mapping("extra_regimes", extra_regimes or {})
         self._core.add(
             _job_id(job_id),
             _int_array("batch_sizes", batch_sizes),
@@ -406,7 +441,7 @@ def predict_remaining(
     Raises:
         ValueError: naming the argument.
     """
-    regimes = dict(epoch_seconds_by_batch_size)
+    regimes = _mapping("epoch_seconds_by_batch_size", epoch_seconds_by_batch_size)
     return _core.predict_remaining(
         _int_array("batch_sizes_so_far", batch_sizes_so_far),
         _int_array("epoch_seconds_by_batch_size", list(regimes.keys())),
@@ -466,9 +501,15 @@ def _check_estimator(name: object) -> Estimator:
     raise ValueError(f"estimator: must be one of {ESTIMATORS}, got {name!r}")
 
 
+#: Range of the integers the Rust core takes (signed 64-bit).
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _job_id(value: object, name: str = "job_id") -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name}: must be an integer, got {value!r}")
+    if not _INT64_MIN <= int(value) <= _INT64_MAX:
+        raise ValueError(f"{name}: must fit in a signed 64-bit integer, got {value!r}")
     return int(value)
 
 
@@ -482,7 +523,19 @@ def _count(name: str, value: object) -> int:
 def _real(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name}: must be a number, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name}: {value!r} is beyond double precision") from None
+
+
+def _mapping(name: str, value: object) -> dict[Any, Any]:
+    try:
+        return dict(value)  # type: ignore[call-overload,no-any-return]
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name}: must be a mapping of batch size to epoch seconds, got {value!r:.60}"
+        ) from None
 
 
 def _as_1d(name: str, values: Any) -> npt.NDArray[Any]:
@@ -502,7 +555,12 @@ def _int_array(name: str, values: Any) -> npt.NDArray[np.int64]:
     if array.dtype.kind == "f":
         if not np.isfinite(array).all() or (array != np.round(array)).any():
             raise ValueError(f"{name}: entries must be integers")
-    elif array.dtype.kind not in "iu":
+        if (np.abs(array) >= 2.0**63).any():
+            raise ValueError(f"{name}: entries must fit in a signed 64-bit integer")
+    elif array.dtype.kind == "u":
+        if (array > _INT64_MAX).any():
+            raise ValueError(f"{name}: entries must fit in a signed 64-bit integer")
+    elif array.dtype.kind != "i":
         raise ValueError(f"{name}: entries must be integers, got dtype {array.dtype}")
     return np.ascontiguousarray(array, dtype=np.int64)
 

@@ -1,11 +1,15 @@
 """Atomic file writes: a reader sees the old file or the new one, never a torn one.
 
-Every file shockwave writes (results, workloads, checkpoints, throughput tables) goes through
-:func:`atomic_write_bytes` or :func:`atomic_write_text`: the content is written to a temporary
-file in the target's directory, flushed and ``fsync``'d, then renamed over the target (an atomic
-operation on POSIX file systems), and the directory is ``fsync``'d so that the rename survives a
-crash. An interruption or a full disk leaves the previous file intact and no temporary file
-behind.
+Every file shockwave writes (results, workloads, checkpoints, throughput tables, plots) goes
+through :func:`atomic_write_bytes`, :func:`atomic_write_text` or, for content produced piece by
+piece (a generated trace streamed to disk), the :func:`atomic_writer` context manager: the content
+is written to a temporary file in the target's directory, flushed and ``fsync``'d, then renamed
+over the target (an atomic operation on POSIX file systems), and the directory is ``fsync``'d so
+that the rename survives a crash. An interruption or a full disk leaves the previous file intact
+and no temporary file behind.
+
+:func:`check_writable` checks an output path before a long run starts (not a directory, its
+directory exists and accepts a new file), so that a bad path fails in a second, not after the run.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from os import PathLike
 from pathlib import Path
+from typing import IO, Literal, overload
 
 
 def atomic_write_bytes(path: str | PathLike[str], data: bytes) -> None:
@@ -43,6 +49,85 @@ def atomic_write_bytes(path: str | PathLike[str], data: bytes) -> None:
 def atomic_write_text(path: str | PathLike[str], text: str, encoding: str = "utf-8") -> None:
     """Replace ``path`` with ``text`` atomically (UTF-8 by default)."""
     atomic_write_bytes(path, text.encode(encoding))
+
+
+@overload
+def atomic_writer(
+    path: str | PathLike[str], mode: Literal["w"] = "w", *, encoding: str = "utf-8"
+) -> contextlib.AbstractContextManager[IO[str]]: ...
+
+
+@overload
+def atomic_writer(
+    path: str | PathLike[str], mode: Literal["wb"], *, encoding: str = "utf-8"
+) -> contextlib.AbstractContextManager[IO[bytes]]: ...
+
+
+def atomic_writer(
+    path: str | PathLike[str], mode: Literal["w", "wb"] = "w", *, encoding: str = "utf-8"
+) -> contextlib.AbstractContextManager[IO[str]] | contextlib.AbstractContextManager[IO[bytes]]:
+    """A file to write ``path`` through, piece by piece, replacing it atomically on success.
+
+    ``with atomic_writer(path) as out: out.write(...)`` writes into a temporary file beside
+    ``path`` (text mode ``"w"``, UTF-8 and ``"\n"`` newlines, or binary ``"wb"``); when the block
+    ends normally the file is flushed, ``fsync``'d and renamed over ``path``. When the block
+    raises (an error, ``KeyboardInterrupt``), the temporary file is removed and ``path`` keeps
+    its previous content. Memory stays bounded by what the caller holds: nothing is buffered
+    beyond the file object's own buffer.
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode: expected 'w' or 'wb', got {mode!r}")
+    writer: contextlib.AbstractContextManager[IO[str]] = _atomic_writer(  # type: ignore[assignment]
+        Path(path), mode, encoding
+    )
+    return writer
+
+
+@contextlib.contextmanager
+def _atomic_writer(target: Path, mode: str, encoding: str) -> Iterator[IO[str] | IO[bytes]]:
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        if mode == "wb":
+            out: IO[str] | IO[bytes] = os.fdopen(fd, "wb")
+        else:
+            out = os.fdopen(fd, "w", encoding=encoding, newline="\n")
+        with out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _fsync_directory(directory)
+
+
+def check_writable(path: str | PathLike[str]) -> None:
+    """Check, before a long run, that :func:`atomic_write_bytes` can write ``path``.
+
+    Raises:
+        OSError: (``IsADirectoryError``, ``FileNotFoundError``, ``NotADirectoryError``,
+            ``PermissionError``, ...) naming ``path`` when it is a directory, its directory does
+            not exist, or a file cannot be created there (read-only, no permission, disk full
+            of inodes).
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise IsADirectoryError(21, "is a directory", str(target))
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.exists():
+        raise FileNotFoundError(2, "its directory does not exist", str(target))
+    if not directory.is_dir():
+        raise NotADirectoryError(20, "its parent is not a directory", str(target))
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=directory)
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -52,6 +52,7 @@ from shockwave.id_lookup import has_repeats, positions_of
 JobIds = Sequence[Hashable] | NDArray[np.integer]
 
 __all__ = [
+    "MAX_INTERIOR_POINT_ROUNDS",
     "JobIds",
     "MarketSolution",
     "Method",
@@ -65,8 +66,15 @@ __all__ = [
 Method = Literal["interior_point", "proportional_response"]
 """``"interior_point"`` (default): a few proportional-response iterations find prices, then a
 primal-dual interior-point method reduced to the ``T`` prices finishes (tens of Newton steps,
-each ``O(N T^2)``). ``"proportional_response"``: proportional response alone, certified every 10
-iterations (cheap iterations; fast to a 1e-4 gap, slow to 1e-6)."""
+each ``O(N T^2 + T^3 / 3)`` operations, with a dense ``T x T`` price system held twice: 16 ``T^2``
+bytes); windows are limited to :data:`MAX_INTERIOR_POINT_ROUNDS` rounds.
+``"proportional_response"``: proportional response alone, certified every 10 iterations (cheap
+iterations, ``O(N T)`` memory and time each, no limit on ``T``; fast to a 1e-4 gap, slow to
+1e-6)."""
+
+#: Longest window (``T`` rounds) the interior-point method accepts (64 MiB of price system, about
+#: a second per factorisation at this size); the Shockwave policy plans 20 rounds by default.
+MAX_INTERIOR_POINT_ROUNDS = 2048
 
 
 @dataclass(frozen=True)
@@ -123,8 +131,48 @@ class MarketSolution:
         return shift_bids(self.bids, rounds)
 
 
+#: Longest window (rounds) any function here accepts, as the Rust core.
+MAX_ROUNDS = 2**32
+#: Largest ``max_iter`` and ``warmup_iterations`` accepted (a signed 64-bit count).
+MAX_ITERATIONS = 2**63 - 1
+
+
+def _floats(value: object, argument: str) -> NDArray[np.float64]:
+    """``value`` as a C-contiguous float64 array; ``ValueError`` naming ``argument`` if it is
+    not numeric."""
+    if value is None:  # numpy would read it as NaN
+        raise ValueError(f"{argument}: expected numbers, got None")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+        return array if array.ndim == 0 else np.ascontiguousarray(array)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{argument}: expected numbers, got {value!r:.80} ({exc})") from None
+
+
+def _raw(value: object, argument: str) -> NDArray[Any]:
+    """``np.asarray(value)``; ``ValueError`` naming ``argument`` when numpy cannot make an array
+    of it (a ragged list)."""
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{argument}: not an array ({exc})") from None
+
+
+def _iterations(value: object, argument: str, *, optional: bool = False) -> int | None:
+    if optional and value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | np.integer)
+        or not 1 <= value <= MAX_ITERATIONS
+    ):
+        wanted = "a positive integer" + (" or None" if optional else "")
+        raise ValueError(f"{argument}: expected {wanted} up to 2**63 - 1, got {value!r}")
+    return int(value)
+
+
 def _vector(value: ArrayLike, argument: str, length: int) -> NDArray[np.float64]:
-    array = np.ascontiguousarray(value, dtype=np.float64)
+    array = _floats(value, argument)
     if array.shape != (length,):
         raise ValueError(f"{argument}: expected shape ({length},), got {array.shape}")
     return array
@@ -138,20 +186,21 @@ def _budget_vector(value: ArrayLike, argument: str, length: int) -> NDArray[np.f
 
 
 def _per_job(value: ArrayLike, argument: str, jobs: int) -> NDArray[np.float64]:
-    if np.ndim(value) == 0:
-        return np.full(jobs, float(np.asarray(value, dtype=np.float64)))
-    return _vector(value, argument, jobs)
+    array = _floats(value, argument)
+    if array.ndim == 0:
+        return np.full(jobs, float(array))
+    return _vector(array, argument, jobs)
 
 
 def _matrix(value: ArrayLike, argument: str) -> NDArray[np.float64]:
-    array = np.ascontiguousarray(value, dtype=np.float64)
+    array = _floats(value, argument)
     if array.ndim != 2:
         raise ValueError(f"{argument}: expected a 2-D (jobs, rounds) array, got {array.ndim}-D")
     return array
 
 
 def _gang_sizes(value: ArrayLike, jobs: int) -> NDArray[np.int64]:
-    raw = np.asarray(value)
+    raw = _raw(value, "gang_sizes")
     if raw.shape != (jobs,):
         raise ValueError(f"gang_sizes: expected shape ({jobs},), got {raw.shape}")
     if raw.dtype == np.bool_ or not (
@@ -162,12 +211,21 @@ def _gang_sizes(value: ArrayLike, jobs: int) -> NDArray[np.int64]:
         np.all(np.isfinite(raw)) and np.all(raw == np.round(raw))
     ):
         raise ValueError("gang_sizes: expected integer GPU counts, got non-integral values")
+    if raw.size and (
+        (raw.dtype.kind == "f" and not np.all(np.abs(raw) < 2.0**63))
+        or (raw.dtype.kind == "u" and int(raw.max()) >= 2**63)
+    ):
+        raise ValueError("gang_sizes: a gang size does not fit in a 64-bit integer")
     return np.ascontiguousarray(raw, dtype=np.int64)
 
 
-def _supply(value: ArrayLike, rounds: int) -> NDArray[np.float64]:
-    array = np.asarray(value, dtype=np.float64)
+def _supply(value: ArrayLike, rounds: int, window: str = "valuations") -> NDArray[np.float64]:
+    array = _floats(value, "supply")
+    if rounds > MAX_ROUNDS:  # before the scalar is spread over the rounds
+        raise ValueError(f"{window}: {rounds} rounds; a window may have at most 2**32")
     if array.ndim == 0:
+        if not (np.isfinite(array) and array >= 0):  # checked even when there are no rounds
+            raise ValueError(f"supply: expected a finite number of GPUs >= 0, got {float(array)}")
         return np.full(rounds, float(array))
     return _vector(array, "supply", rounds)
 
@@ -215,10 +273,19 @@ def solve(
         The :class:`MarketSolution`; ``converged`` says whether ``gap <= tol``.
 
     Raises:
-        ValueError: naming the argument, for a wrong shape, NaN or infinity (``inf`` is allowed
-            in ``ceilings``), a negative value, a gang size of 0 or larger than every round's
-            supply, progress outside ``[0, 1)``, a ceiling not above the progress, or invalid
+        ValueError: naming the argument, for a wrong shape, a non-numeric value, NaN or infinity
+            (``inf`` is allowed in ``ceilings``), a negative value, a gang size of 0 or larger
+            than every round's supply, progress outside ``[0, 1)``, a ceiling not above the
+            progress, budgets whose sum overflows double precision (only their ratios matter:
+            scale them down), a job without a ceiling whose reachable utility overflows, a
+            window over :data:`MAX_INTERIOR_POINT_ROUNDS` rounds with the interior-point method,
+            a market whose working memory exceeds the machine's available memory, or invalid
             ``tol``, ``max_iter``, ``method`` or ``warm_start``.
+
+    Magnitudes: budgets, valuations and warm-start bids of any finite magnitude are handled
+    (budgets are normalised by their sum, each job's utilities by its reach, and a warm-start row
+    spending more than a thousand budgets is scaled down to its budget); ``converged`` is
+    ``True`` only when the gap, the objective and the dual bound are finite.
 
     The GIL is released during the solve. The same inputs give bit-for-bit the same outputs.
     """
@@ -236,15 +303,14 @@ def solve(
         warm = _matrix(warm_start, "warm_start")
         if warm.shape != a.shape:
             raise ValueError(f"warm_start: expected shape {a.shape}, got {warm.shape}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
-        raise ValueError(f"max_iter: expected a positive integer, got {max_iter!r}")
-    if warmup_iterations is not None and (
-        isinstance(warmup_iterations, bool)
-        or not isinstance(warmup_iterations, int | np.integer)
-        or warmup_iterations < 1
-    ):
+    iterations = _iterations(max_iter, "max_iter")
+    assert iterations is not None
+    warmup = _iterations(warmup_iterations, "warmup_iterations", optional=True)
+    if isinstance(tol, bool) or not isinstance(tol, int | float | np.integer | np.floating):
+        raise ValueError(f"tol: expected a positive number, got {tol!r}")
+    if method not in ("interior_point", "proportional_response"):
         raise ValueError(
-            f"warmup_iterations: expected a positive integer or None, got {warmup_iterations!r}"
+            f"method: expected 'interior_point' or 'proportional_response', got {method!r}"
         )
     (
         shares,
@@ -266,9 +332,9 @@ def solve(
         c,
         ubar,
         float(tol),
-        int(max_iter),
+        iterations,
         str(method),
-        None if warmup_iterations is None else int(warmup_iterations),
+        warmup,
         warm,
     )
     return MarketSolution(
@@ -295,7 +361,10 @@ def shift_bids(bids: ArrayLike, rounds: int = 1) -> NDArray[np.float64]:
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
         raise ValueError(f"rounds: expected a nonnegative integer, got {rounds!r}")
-    return _core.shift_market_bids(_matrix(bids, "bids"), int(rounds))
+    matrix = _matrix(bids, "bids")
+    if matrix.ndim == 2:  # any shift of T rounds or more gives all zeros: cap it there
+        rounds = min(int(rounds), matrix.shape[1])
+    return _core.shift_market_bids(matrix, int(rounds))
 
 
 def align_bids(
@@ -315,7 +384,8 @@ def align_bids(
             f"previous_jobs: {len(previous_jobs)} identifiers for {old.shape[0]} rows of bids"
         )
     aligned = np.zeros((len(current_jobs), old.shape[1]))
-    previous_ids, current_ids = np.asarray(previous_jobs), np.asarray(current_jobs)
+    previous_ids = _raw(previous_jobs, "previous_jobs")
+    current_ids = _raw(current_jobs, "current_jobs")
     if (
         previous_ids.ndim == current_ids.ndim == 1
         and previous_ids.dtype.kind in "iu"
@@ -403,9 +473,12 @@ def warm_start_bids(
     if budget_pair is not None:
         old, new = budget_pair
         known = old > 0
-        ratio = np.divide(new, old, out=np.zeros_like(new), where=known)
-        keep = known & (ratio * max_budget_change >= 1.0) & (ratio <= max_budget_change)
-        shifted = np.where(keep[:, None], shifted * ratio[:, None], 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):  # non-finite rows start cold below
+            ratio = np.divide(new, old, out=np.zeros_like(new), where=known)
+            keep = known & (ratio * max_budget_change >= 1.0) & (ratio <= max_budget_change)
+            scaled = shifted * ratio[:, None]
+        keep &= np.isfinite(scaled).all(axis=1)
+        shifted = np.where(keep[:, None], scaled, 0.0)
     if smoothing > 0.0 and shifted.size:
         shifted = (1.0 - smoothing) * shifted + smoothing * shifted.mean(axis=1, keepdims=True)
     return shifted
@@ -452,10 +525,10 @@ def round_schedule(
     x = _matrix(shares, "shares")
     jobs, rounds = x.shape
     gangs = _gang_sizes(gang_sizes, jobs)
-    g = _supply(supply, rounds)
+    g = _supply(supply, rounds, "shares")
     order = None
     if backfill_order is not None:
-        raw = np.asarray(backfill_order)
+        raw = _raw(backfill_order, "backfill_order")
         if raw.ndim != 1 or (raw.size > 0 and not np.issubdtype(raw.dtype, np.integer)):
             raise ValueError("backfill_order: expected a 1-D sequence of integer job indices")
         order = np.ascontiguousarray(raw, dtype=np.int64)

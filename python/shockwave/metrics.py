@@ -17,14 +17,15 @@ reference notes, section 3.10.)
 * **utilisation**: each GPU's useful execution time (restart penalties excluded) over the
   makespan, rounded to 5 decimals, averaged over GPUs (``exact`` mechanics, which do not place
   jobs on GPU ids: the cluster's busy GPU-seconds over ``G * makespan``);
-* **policy wall time** per round, seconds.
+* **policy wall time** per round, seconds: a measurement of the machine, kept apart from the
+  metrics (:class:`RunTiming`), so that result files are reproducible byte for byte.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -108,14 +109,41 @@ def utilization_timeline(record: SimulationRecord) -> tuple[FloatArray, FloatArr
 
 
 @dataclass(frozen=True)
-class SimulationResult:
-    """The metrics of one simulation (and its raw record).
+class RunTiming:
+    """How long a run took on this machine: measurements, not results.
 
-    JSON keys (``to_dict``): ``policy``, ``gpus``, ``mechanics``, ``round_seconds``, ``seed``,
-    ``jobs``, ``rounds``, ``makespan`` (s), ``avg_jct``, ``median_jct``, ``p99_jct`` (s),
-    ``worst_ftf``, ``unfair_fraction`` (0..1), ``utilization`` (0..1), ``wall_seconds`` (s),
-    ``policy_seconds_total``, ``policy_seconds_max_round`` (s), ``policy_seconds`` (s, per
-    round), ``job_ids``, ``jct`` (s, trace order), ``ftf``, ``ftf_themis``, ``completion_time``
+    Kept apart from the metrics (:attr:`SimulationResult.timing`) because they differ from run
+    to run on the same inputs; ``to_dict`` gives its JSON keys: ``wall_seconds`` (s, the whole
+    simulation), ``policy_seconds_total`` (s), ``policy_seconds_max_round`` (s) and
+    ``policy_seconds`` (s, per round, wall time spent in the policy at the round's boundary).
+    """
+
+    wall_seconds: float
+    policy_seconds_total: float
+    policy_seconds_max_round: float
+    policy_seconds: list[float]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The timing as plain JSON-ready values."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """The metrics of one simulation (and its raw record and timing).
+
+    **Results and timing are separate.** The metrics depend only on the inputs (workload, policy
+    and its parameters, configuration and seed), bit for bit; the wall-clock timing of the run
+    does not. So :meth:`to_dict` / :meth:`to_json` hold the metrics only, and two runs with the
+    same inputs give byte-identical JSON (``shockwave simulate --output``); the timing lives in
+    :attr:`timing` (:class:`RunTiming`, its own ``to_dict``; ``--timing FILE`` on the command
+    line), and stays readable here as :attr:`wall_seconds`, :attr:`policy_seconds_total`,
+    :attr:`policy_seconds_max_round` and :attr:`policy_seconds`.
+
+    JSON keys (``to_dict``, a plain ``dict``): ``policy``, ``gpus``, ``mechanics``,
+    ``round_seconds``, ``seed``, ``jobs``, ``rounds``, ``makespan`` (s), ``avg_jct``,
+    ``median_jct``, ``p99_jct`` (s), ``worst_ftf``, ``unfair_fraction`` (0..1), ``utilization``
+    (0..1), ``job_ids``, ``jct`` (s, trace order), ``ftf``, ``ftf_themis``, ``completion_time``
     (s), ``dropped_jobs`` (ids).
     """
 
@@ -133,10 +161,6 @@ class SimulationResult:
     worst_ftf: float
     unfair_fraction: float
     utilization: float
-    wall_seconds: float
-    policy_seconds_total: float
-    policy_seconds_max_round: float
-    policy_seconds: list[float]
     job_ids: list[int]
     jct: list[float]
     ftf: list[float]
@@ -144,11 +168,36 @@ class SimulationResult:
     completion_time: list[float]
     dropped_jobs: list[int]
     record: SimulationRecord = field(repr=False, compare=False)
+    timing: RunTiming = field(repr=False, compare=False, default=RunTiming(0.0, 0.0, 0.0, []))
+
+    @property
+    def wall_seconds(self) -> float:
+        """Wall time of the whole simulation, seconds (:attr:`timing`)."""
+        return self.timing.wall_seconds
+
+    @property
+    def policy_seconds_total(self) -> float:
+        """Wall time spent in the policy, seconds (:attr:`timing`)."""
+        return self.timing.policy_seconds_total
+
+    @property
+    def policy_seconds_max_round(self) -> float:
+        """Longest wall time the policy took at one round, seconds (:attr:`timing`)."""
+        return self.timing.policy_seconds_max_round
+
+    @property
+    def policy_seconds(self) -> list[float]:
+        """Wall time spent in the policy at each round, seconds (:attr:`timing`)."""
+        return self.timing.policy_seconds
 
     def to_dict(self) -> dict[str, Any]:
-        """Every metric as plain JSON-ready values (the record is left out)."""
-        out = asdict(self)
-        out.pop("record")
+        """Every metric as plain JSON-ready values: the same for the same inputs, bit for bit
+        (the record and the timing are left out; see the class notes)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name not in ("record", "timing"):
+                value = getattr(self, f.name)
+                out[f.name] = list(value) if isinstance(value, list) else value
         return out
 
     def to_json(self, **kwargs: Any) -> str:
@@ -211,10 +260,6 @@ def summarize(record: SimulationRecord) -> SimulationResult:
         worst_ftf=max(ftf),
         unfair_fraction=unfair_fraction(ftf),
         utilization=cluster_utilization(record),
-        wall_seconds=float(record.wall_seconds),
-        policy_seconds_total=float(np.sum(policy_seconds)),
-        policy_seconds_max_round=float(np.max(policy_seconds)) if policy_seconds.shape[0] else 0.0,
-        policy_seconds=policy_seconds.tolist(),
         job_ids=ids,
         jct=jct.tolist(),
         ftf=ftf,
@@ -222,4 +267,12 @@ def summarize(record: SimulationRecord) -> SimulationResult:
         completion_time=record.completion_time.tolist(),
         dropped_jobs=[i for i, d in zip(ids, record.dropped.tolist(), strict=True) if d],
         record=record,
+        timing=RunTiming(
+            wall_seconds=float(record.wall_seconds),
+            policy_seconds_total=float(np.sum(policy_seconds)),
+            policy_seconds_max_round=(
+                float(np.max(policy_seconds)) if policy_seconds.shape[0] else 0.0
+            ),
+            policy_seconds=policy_seconds.tolist(),
+        ),
     )

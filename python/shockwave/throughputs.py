@@ -135,11 +135,15 @@ class ThroughputTable:
         """
         path = Path(path)
         try:
-            raw = json.loads(path.read_text())
+            raw = json.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise TraceError(f"cannot read throughput file ({exc.strerror})", path=path) from None
+        except UnicodeDecodeError:
+            raise TraceError("not a text file (not UTF-8)", path=path) from None
         except json.JSONDecodeError as exc:
             raise TraceError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+        except RecursionError:
+            raise TraceError("JSON nested too deeply", path=path) from None
         return cls._from_original(raw, worker_type, str(path))
 
     @classmethod

@@ -19,6 +19,14 @@ import numpy.typing as npt
 from shockwave.catalog import ADAPTATION_MODES, AdaptationMode
 from shockwave.errors import JobFieldError
 from shockwave.job.spec import RunSpec
+from shockwave.limits import (
+    INT64_MAX,
+    MAX_EPOCHS_PER_JOB,
+    MAX_SECONDS,
+    MAX_WEIGHT,
+    MIN_EPOCH_SECONDS,
+    MIN_WEIGHT,
+)
 from shockwave.throughputs import ThroughputTable, format_job_type
 
 
@@ -132,12 +140,17 @@ def _check_job(job: Job) -> None:
 
     if isinstance(job.job_id, bool) or not isinstance(job.job_id, (int, np.integer)):
         raise bad("id", f"must be an integer, got {job.job_id!r}")
-    if not _finite(job.arrival_time) or job.arrival_time < 0:
-        raise bad("arrival_time", f"must be finite and >= 0, got {job.arrival_time!r}")
+    if not -INT64_MAX - 1 <= job.job_id <= INT64_MAX:
+        raise bad("id", f"must fit in a signed 64-bit integer, got {job.job_id!r}")
+    if not _finite(job.arrival_time) or not 0 <= job.arrival_time <= MAX_SECONDS:
+        raise bad(
+            "arrival_time",
+            f"must be finite and >= 0 (at most {MAX_SECONDS:g} s), got {job.arrival_time!r}",
+        )
     if isinstance(job.gang_size, bool) or not isinstance(job.gang_size, (int, np.integer)):
         raise bad("gang_size", f"must be an integer, got {job.gang_size!r}")
-    if job.gang_size < 1:
-        raise bad("gang_size", f"must be >= 1 GPU, got {job.gang_size}")
+    if not 1 <= job.gang_size <= INT64_MAX:
+        raise bad("gang_size", f"must be >= 1 GPU (and fit in 64 bits), got {job.gang_size}")
     if job.mode not in ADAPTATION_MODES:
         raise bad("mode", f"must be one of {ADAPTATION_MODES}, got {job.mode!r}")
     if not isinstance(job.model, str) or not job.model:
@@ -155,14 +168,29 @@ def _check_job(job: Job) -> None:
         raise bad("batch_sizes", "every batch size must be >= 1")
     if not np.isfinite(job.epoch_seconds).all() or (job.epoch_seconds <= 0).any():
         raise bad("epoch_seconds", "every epoch duration must be finite and > 0 seconds")
-    if not _finite(job.weight) or job.weight <= 0:
-        raise bad("weight", f"must be finite and > 0, got {job.weight!r}")
+    if (job.epoch_seconds < MIN_EPOCH_SECONDS).any():
+        raise bad(
+            "epoch_seconds",
+            f"every epoch duration must be at least {MIN_EPOCH_SECONDS:g} s (shorter ones make "
+            "throughputs overflow)",
+        )
+    with np.errstate(over="ignore"):  # an overflowing sum is refused just below
+        total = float(np.sum(job.epoch_seconds))
+    if not total <= MAX_SECONDS:
+        raise bad("epoch_seconds", f"the epochs last {total:g} s in all; at most {MAX_SECONDS:g}")
+    if not _finite(job.weight) or not MIN_WEIGHT <= job.weight <= MAX_WEIGHT:
+        raise bad(
+            "weight",
+            f"must be finite and > 0 (in [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}]), got {job.weight!r}",
+        )
     for name in ("total_steps", "samples_per_epoch"):
         value = getattr(job, name)
         if value is not None and (
-            isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1
+            isinstance(value, bool)
+            or not isinstance(value, (int, np.integer))
+            or not 1 <= value <= INT64_MAX
         ):
-            raise bad(name, f"must be an integer >= 1, got {value!r}")
+            raise bad(name, f"must be an integer >= 1 (fitting in 64 bits), got {value!r}")
     if job.run is not None and not isinstance(job.run, RunSpec):
         raise bad("run", f"must be a RunSpec, got {type(job.run).__name__}")
     if job.run is not None and job.samples_per_epoch is None:
@@ -186,6 +214,12 @@ def _as_array(
     if array.size and array.dtype.kind not in kinds:
         wanted = "integers" if kinds == "iu" else "numbers"
         raise JobFieldError(job_id, name, f"entries must be {wanted}, got dtype {array.dtype}")
+    if array.size > MAX_EPOCHS_PER_JOB:
+        raise JobFieldError(
+            job_id, name, f"{array.size} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}"
+        )
+    if array.dtype.kind == "u" and array.size and int(array.max()) > INT64_MAX:
+        raise JobFieldError(job_id, name, "entries must fit in a signed 64-bit integer")
     return np.array(array, dtype=dtype, copy=True)
 
 

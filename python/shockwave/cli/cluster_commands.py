@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from shockwave.atomic import atomic_write_text
 from shockwave.catalog import ADAPTATION_MODES
+from shockwave.cli import exit_codes
 from shockwave.cli.simulate_commands import read_config, render_summary
 from shockwave.policies import POLICIES, resolve_policy_name
 from shockwave.runtime.config import DEFAULT_RUN_ROUND_SECONDS, EXECUTORS, RuntimeConfig
@@ -26,11 +27,6 @@ from shockwave.traces import load_throughputs, load_workload, write_native
 if TYPE_CHECKING:
     from shockwave.runtime import RunResult
     from shockwave.runtime.engine import RuntimeEngine
-
-#: Exit status of a run in which some job failed (the result is still written).
-EXIT_JOBS_FAILED = 1
-#: Exit status of an interrupted run (Ctrl-C), as a shell reports SIGINT.
-EXIT_INTERRUPTED = 130
 
 
 def register(subparsers: Any) -> None:
@@ -268,8 +264,8 @@ def _run(args: argparse.Namespace) -> int:
             f"interrupted: continue with 'shockwave cluster run --resume {result.run_dir}'",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
-    return EXIT_JOBS_FAILED if result.failed_jobs else 0
+        return exit_codes.INTERRUPTED
+    return exit_codes.RUN_FAILED if result.failed_jobs else exit_codes.OK
 
 
 def _start_run(args: argparse.Namespace, display: LiveDisplay) -> RunResult:

@@ -5,15 +5,19 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from shockwave.atomic import atomic_write_text, check_writable
+from shockwave.cli import exit_codes
+from shockwave.cli.exit_codes import InputError, OutputError, UsageError
 from shockwave.metrics import SimulationResult
-from shockwave.policies import POLICIES, policy_parameters, resolve_policy_name
-from shockwave.sim import MECHANICS, SimulationConfig, simulate
+from shockwave.policies import POLICIES, make_policy, policy_parameters, resolve_policy_name
+from shockwave.sim import MECHANICS, CheckpointSettings, Simulation, SimulationConfig
 from shockwave.sim.config import DEFAULT_ROUND_SECONDS
 from shockwave.traces import load_workload
 from shockwave.workload import Workload
@@ -33,16 +37,45 @@ def register(subparsers: Any) -> None:
         "simulate",
         help="replay a trace on a cluster under one policy",
         description="Simulate a workload on G identical GPUs scheduled in rounds and report "
-        "makespan, job completion times, finish-time fairness and utilisation.",
+        "makespan, job completion times, finish-time fairness and utilisation. A long run can "
+        "save itself (--checkpoint) and be resumed (--resume) with a bit-identical result.",
+        epilog=exit_codes.EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common_arguments(simulate_parser)
     simulate_parser.add_argument(
         "--policy",
-        required=True,
         help=f"scheduling policy: {', '.join(POLICIES)}",
     )
     simulate_parser.add_argument(
-        "--output", metavar="RESULTS.json", help="write every metric (and per-job lists) as JSON"
+        "--output",
+        metavar="RESULTS.json",
+        help="write every metric (and per-job lists) as JSON: the same bytes for the same inputs",
+    )
+    simulate_parser.add_argument(
+        "--timing",
+        metavar="TIMING.json",
+        help="write the run's wall-clock timing (total and per round in the policy) as JSON",
+    )
+    simulate_parser.add_argument(
+        "--checkpoint",
+        metavar="FILE",
+        help="save the whole simulation to FILE every --checkpoint-every seconds and on Ctrl-C "
+        "(replaced atomically); continue it later with --resume FILE",
+    )
+    simulate_parser.add_argument(
+        "--checkpoint-every",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="wall-clock seconds between two checkpoints (default 60)",
+    )
+    simulate_parser.add_argument(
+        "--resume",
+        metavar="FILE",
+        help="continue the simulation saved in FILE (it holds the workload, policy and "
+        "settings: give none of --trace, --policy, --gpus, ...); checkpoints go on to FILE "
+        "unless --checkpoint names another",
     )
     simulate_parser.set_defaults(handler=_simulate)
 
@@ -51,6 +84,8 @@ def register(subparsers: Any) -> None:
         help="replay a trace under several policies and compare them",
         description="Run the same workload under several policies; print a table with each "
         "metric and its ratio to the first policy's.",
+        epilog=exit_codes.EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common_arguments(compare)
     compare.add_argument(
@@ -66,40 +101,52 @@ def register(subparsers: Any) -> None:
         help="write PNG plots (JCT CDF, finish-time-fairness CDF, utilisation over time)",
     )
     compare.add_argument(
-        "--output", metavar="RESULTS.json", help="write every policy's metrics as a JSON list"
+        "--output",
+        metavar="RESULTS.json",
+        help="write every policy's metrics as a JSON list: the same bytes for the same inputs",
+    )
+    compare.add_argument(
+        "--timing",
+        metavar="TIMING.json",
+        help="write every run's wall-clock timing as a JSON list",
     )
     compare.set_defaults(handler=_compare)
 
 
+#: Options of a run that a checkpoint already holds (refused with --resume).
+_RUN_OPTIONS = ("trace", "throughputs", "gpus", "mechanics", "round_seconds", "seed", "config",
+                "policy")  # fmt: skip
+
+
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", required=True, metavar="FILE", help=".trace or native .jsonl")
+    parser.add_argument("--trace", metavar="FILE", help=".trace or native .jsonl (required)")
     parser.add_argument(
         "--throughputs",
         metavar="FILE",
         help="throughput JSON (or 'tacc'/'wisr'); required for a .trace",
     )
-    parser.add_argument("--gpus", type=int, required=True, help="GPUs in the cluster")
+    parser.add_argument("--gpus", type=int, help="GPUs in the cluster (required)")
     parser.add_argument(
         "--mechanics",
         choices=MECHANICS,
-        default="exact",
+        default=None,
         help="'exact' (default): exact profiles, policy every round; 'gavel': the original "
         "simulator's mechanics, quirks included",
     )
     parser.add_argument(
         "--round-seconds",
         type=float,
-        default=DEFAULT_ROUND_SECONDS,
-        help="round length in seconds (default 120)",
+        default=None,
+        help=f"round length in seconds (default {DEFAULT_ROUND_SECONDS:g})",
     )
     parser.add_argument(
         "--restart-penalty-seconds",
         type=float,
         metavar="S",
         help="time a (re)started job loses at the start of its round (default 20 s, the "
-        "original's; real runs of the bundled jobs measure about 0.3-0.5 s)",
+        "original's; real runs of the bundled jobs measure about 0.2-0.5 s)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw")
+    parser.add_argument("--seed", type=int, default=None, help="seed of every random draw (0)")
     parser.add_argument(
         "--config",
         metavar="FILE",
@@ -110,58 +157,165 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
 
 # --------------------------------------------------------------------------------- commands
 def _simulate(args: argparse.Namespace) -> int:
-    name = resolve_policy_name(args.policy)
-    workload, config, parameters = _prepare(args, [name])
-    result = _run(workload, name, config, parameters.get(name, {}))
+    if args.checkpoint_every < 0 or not math.isfinite(args.checkpoint_every):
+        raise UsageError(f"--checkpoint-every must be >= 0 seconds, got {args.checkpoint_every}")
+    checkpoint_path = args.checkpoint or args.resume
+    outputs = {"--output": args.output, "--timing": args.timing, "--checkpoint": checkpoint_path}
+    if args.resume:
+        given = [f"--{name.replace('_', '-')}" for name in _RUN_OPTIONS if getattr(args, name)]
+        if given:
+            raise UsageError(
+                f"--resume takes the workload, policy and settings from the checkpoint; "
+                f"drop {', '.join(given)}"
+            )
+        check_outputs(outputs)
+        try:
+            simulation = Simulation.load(args.resume)
+        except OSError as exc:
+            raise InputError(f"--resume {args.resume}: cannot read ({exc.strerror})") from None
+        except ValueError as exc:
+            raise InputError(f"--resume {exc}") from None
+    else:
+        if not args.policy:
+            raise UsageError("simulate needs --policy (or --resume FILE)")
+        name = resolve_policy_name(args.policy)
+        workload, config, parameters = _prepare(args, [name], outputs)
+        simulation = Simulation(workload, name, config, policy_parameters=parameters.get(name))
+    checkpoint = None
+    if checkpoint_path:
+        checkpoint = CheckpointSettings(checkpoint_path, every_seconds=args.checkpoint_every)
+    engine = simulation.engine
+    try:
+        result = _run(simulation, engine.policy.name, engine.config.mechanics, checkpoint)
+    except KeyboardInterrupt:
+        if checkpoint_path:
+            print(
+                f"shockwave: the latest checkpoint is {checkpoint_path} (continue with "
+                f"--resume {checkpoint_path})",
+                file=sys.stderr,
+            )
+        raise
     print(render_summary(result))
     if args.output:
-        Path(args.output).write_text(result.to_json(indent=1) + "\n")
-        print(f"wrote {args.output}")
+        _write(args.output, "--output", result.to_json(indent=1) + "\n")
+    if args.timing:
+        timing = {"policy": result.policy, **result.timing.to_dict()}
+        _write(args.timing, "--timing", json.dumps(timing, indent=1) + "\n")
     return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
     names = [resolve_policy_name(n.strip()) for n in args.policies.split(",") if n.strip()]
     if not names:
-        raise ValueError("--policies needs at least one policy")
+        raise UsageError("--policies needs at least one policy")
     if len(set(names)) != len(names):
-        raise ValueError(f"--policies lists a policy twice: {args.policies}")
-    workload, config, parameters = _prepare(args, names)
-    results = [_run(workload, n, config, parameters.get(n, {})) for n in names]
+        raise UsageError(f"--policies lists a policy twice: {args.policies}")
+    outputs = {"--output": args.output, "--timing": args.timing}
+    if args.plots:
+        _check_plot_directory(Path(args.plots))
+    workload, config, parameters = _prepare(args, names, outputs)
+    results = []
+    for name in names:
+        simulation = Simulation(workload, name, config, policy_parameters=parameters.get(name))
+        results.append(_run(simulation, name, config.mechanics, None))
     print(render_comparison(results))
     if args.plots:
         from shockwave.sim.plots import write_plots  # matplotlib: imported lazily
 
-        for path in write_plots(results, Path(args.plots)):
+        try:
+            written = write_plots(results, Path(args.plots))
+        except OSError as exc:
+            raise OutputError(f"--plots {args.plots}: cannot write ({exc.strerror})") from None
+        for path in written:
             print(f"wrote {path}")
     if args.output:
-        Path(args.output).write_text(json.dumps([r.to_dict() for r in results], indent=1) + "\n")
-        print(f"wrote {args.output}")
+        text = json.dumps([r.to_dict() for r in results], indent=1) + "\n"
+        _write(args.output, "--output", text)
+    if args.timing:
+        timing = [{"policy": r.policy, **r.timing.to_dict()} for r in results]
+        _write(args.timing, "--timing", json.dumps(timing, indent=1) + "\n")
     return 0
 
 
+def check_outputs(outputs: Mapping[str, str | None]) -> None:
+    """Check every output path given, before the run starts.
+
+    Raises:
+        OutputError: naming the option and the path (a directory, a missing directory, no
+            permission, a read-only file system).
+    """
+    for option, path in outputs.items():
+        if path:
+            try:
+                check_writable(path)
+            except OSError as exc:
+                raise OutputError(f"{option} {path}: cannot write there ({exc.strerror})") from None
+
+
+def _check_plot_directory(directory: Path) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise OutputError(f"--plots {directory}: exists and is not a directory")
+    probe = directory / "jct_cdf.png" if directory.exists() else directory
+    check_outputs({"--plots": str(probe)})
+
+
+def _write(path: str, option: str, text: str) -> None:
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise OutputError(
+            f"{option} {path}: the write failed ({exc.strerror}); the previous file is intact"
+        ) from None
+    print(f"wrote {path}")
+
+
 def _prepare(
-    args: argparse.Namespace, names: Sequence[str]
+    args: argparse.Namespace, names: Sequence[str], outputs: Mapping[str, str | None]
 ) -> tuple[Workload, SimulationConfig, dict[str, dict[str, Any]]]:
+    """Validate every option, the config and the outputs, then read the workload."""
+    if not args.trace:
+        raise UsageError("--trace is required")
+    if args.gpus is None:
+        raise UsageError("--gpus is required")
+    options: dict[str, Any] = {
+        "gpus": args.gpus,
+        "mechanics": args.mechanics or "exact",
+        "round_seconds": DEFAULT_ROUND_SECONDS
+        if args.round_seconds is None
+        else args.round_seconds,
+        "seed": 0 if args.seed is None else args.seed,
+        # the command line's options are checked alone first; a penalty of 0 always fits
+        "restart_penalty_seconds": args.restart_penalty_seconds or 0.0,
+    }
+    try:
+        config = SimulationConfig(**options)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     settings: dict[str, Any] = {}
     parameters: dict[str, dict[str, Any]] = {}
     if args.config:
         settings, parameters = read_config(Path(args.config))
+    if args.restart_penalty_seconds is None:
+        del options["restart_penalty_seconds"]  # the config's, or the default
+    elif "restart_penalty_seconds" in settings:
+        raise UsageError(
+            f"{args.config}: restart_penalty_seconds is set there and by "
+            "--restart-penalty-seconds; keep one"
+        )
+    try:
+        config = SimulationConfig(**options, **settings)
+    except (ValueError, TypeError) as exc:
+        if args.config:
+            raise InputError(f"{args.config}: [simulation] {exc}") from None
+        raise UsageError(str(exc)) from None
+    if args.config:
+        for name in names:  # build each policy once now: a bad value fails before the run
+            try:
+                make_policy(name, parameters.get(name))
+            except (ValueError, TypeError) as exc:
+                raise InputError(f"{args.config}: [{name}] {exc}") from None
+    check_outputs(outputs)
     workload = load_workload(args.trace, args.throughputs)
-    if args.restart_penalty_seconds is not None:
-        if "restart_penalty_seconds" in settings:
-            raise ValueError(
-                f"{args.config}: restart_penalty_seconds is set there and by "
-                "--restart-penalty-seconds; keep one"
-            )
-        settings["restart_penalty_seconds"] = args.restart_penalty_seconds
-    config = SimulationConfig(
-        gpus=args.gpus,
-        mechanics=args.mechanics,
-        round_seconds=args.round_seconds,
-        seed=args.seed,
-        **settings,
-    )
     unused = sorted(set(parameters) - set(names))
     if unused:
         print(
@@ -171,19 +325,18 @@ def _prepare(
 
 
 def _run(
-    workload: Workload, name: str, config: SimulationConfig, parameters: dict[str, Any]
+    simulation: Simulation,
+    name: str,
+    mechanics: str,
+    checkpoint: CheckpointSettings | None,
 ) -> SimulationResult:
-    bar = ProgressBar(f"{name} ({config.mechanics})", sys.stderr)
+    bar = ProgressBar(f"{name} ({mechanics})", sys.stderr)
     try:
-        return simulate(
-            workload,
-            name,
-            config,
-            policy_parameters=parameters,
-            progress=bar.update if bar.enabled else None,
-        )
+        result = simulation.run(progress=bar.update if bar.enabled else None, checkpoint=checkpoint)
     finally:
         bar.close()
+    assert result is not None
+    return result
 
 
 # ----------------------------------------------------------------------------------- config
@@ -191,25 +344,27 @@ def read_config(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Read a ``--config`` file: ``(simulation settings, {policy: parameters})``.
 
     Raises:
-        ValueError: naming the file and the key, for an unreadable file, an unknown policy, an
+        InputError: naming the file and the key, for an unreadable file, an unknown policy, an
             unknown parameter or simulation setting.
     """
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read config ({exc.strerror})") from None
+        raise InputError(f"{path}: cannot read config ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text file (a config must be UTF-8 TOML or JSON)") from None
     data = _parse_config(path, text)
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: the config must be a table (object) of tables")
+        raise InputError(f"{path}: the config must be a table (object) of tables")
     settings: dict[str, Any] = {}
     parameters: dict[str, dict[str, Any]] = {}
     for key, table in data.items():
         if not isinstance(table, dict):
-            raise ValueError(f"{path}: [{key}] must be a table of parameters")
+            raise InputError(f"{path}: [{key}] must be a table of parameters")
         if key == "simulation":
             unknown = sorted(set(table) - set(SIMULATION_KEYS))
             if unknown:
-                raise ValueError(
+                raise InputError(
                     f"{path}: unknown [simulation] key {unknown[0]!r} "
                     f"(allowed: {', '.join(SIMULATION_KEYS)})"
                 )
@@ -218,12 +373,12 @@ def read_config(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         try:
             name = resolve_policy_name(key)
         except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
+            raise InputError(f"{path}: {exc}") from None
         known = policy_parameters(name)
         unknown = sorted(set(table) - set(known))
         if unknown:
             allowed = ", ".join(sorted(known)) or "none"
-            raise ValueError(
+            raise InputError(
                 f"{path}: policy {name!r} has no parameter {unknown[0]!r} (its parameters: "
                 f"{allowed})"
             )
@@ -236,17 +391,21 @@ def _parse_config(path: Path, text: str) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+            raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise InputError(f"{path}: JSON nested too deeply") from None
     if path.suffix != ".toml":
-        raise ValueError(f"{path}: a config file must end in .toml or .json")
+        raise InputError(f"{path}: a config file must end in .toml or .json")
     try:
         toml = importlib.import_module("tomllib")  # standard library from Python 3.11
     except ModuleNotFoundError:
-        raise ValueError(f"{path}: reading TOML needs Python 3.11 or newer; use JSON") from None
+        raise InputError(f"{path}: reading TOML needs Python 3.11 or newer; use JSON") from None
     try:
         return toml.loads(text)
     except toml.TOMLDecodeError as exc:
-        raise ValueError(f"{path}: not valid TOML ({exc})") from None
+        raise InputError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise InputError(f"{path}: TOML nested too deeply") from None
 
 
 # ---------------------------------------------------------------------------------- output

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from shockwave.traces import convert_trace, load_workload, summarize
+from shockwave.cli.exit_codes import OutputError, UsageError
+from shockwave.cli.simulate_commands import check_outputs
+from shockwave.traces import load_workload, summarize, write_native
 from shockwave.traces.generate import write_generated
 from shockwave.traces.generator_parameters import (
     ARRIVAL_GPU_SECONDS,
@@ -66,13 +68,13 @@ def register(subparsers: Any) -> None:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    if args.gpus is not None and args.gpus < 1:
+        raise UsageError(f"--gpus must be >= 1, got {args.gpus}")
     workload = load_workload(args.file, args.throughputs)
     summary = summarize(workload)
     print(f"workload: {workload.source}")
     print(summary.render())
     if args.gpus is not None:
-        if args.gpus < 1:
-            raise ValueError(f"--gpus must be >= 1, got {args.gpus}")
         print(
             f"contention on {args.gpus} GPUs: {summary.contention(args.gpus):.2f} "
             "(exclusive GPU-hours per GPU-hour of the arrival span)"
@@ -82,8 +84,16 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _convert(args: argparse.Namespace) -> int:
     if not str(args.output).endswith(".jsonl"):
-        raise ValueError(f"--output must end in .jsonl, got {args.output!r}")
-    workload = convert_trace(args.trace, args.throughputs, args.output)
+        raise UsageError(f"--output must end in .jsonl, got {args.output!r}")
+    check_outputs({"--output": args.output})
+    workload = load_workload(args.trace, args.throughputs)
+    try:
+        write_native(workload, args.output)
+    except OSError as exc:
+        raise OutputError(
+            f"--output {args.output}: the write failed ({exc.strerror}); the previous file is "
+            "intact"
+        ) from None
     print(f"wrote {len(workload)} jobs to {args.output}")
     return 0
 
@@ -209,7 +219,14 @@ def _generate(args: argparse.Namespace) -> int:
     if args.templates is not None:
         values["templates"] = parse_templates(args.templates)
     parameters = GeneratorParameters(**values)
-    jobs = write_generated(parameters, args.output)
+    check_outputs({"--output": args.output})
+    try:
+        jobs = write_generated(parameters, args.output)
+    except OSError as exc:
+        raise OutputError(
+            f"--output {args.output}: the write failed ({exc.strerror}); the previous file is "
+            "intact"
+        ) from None
     print(
         f"wrote {jobs} jobs to {args.output} (seed {parameters.seed}, mean inter-arrival "
         f"{parameters.effective_mean_interarrival:g} s, throughputs {parameters.throughputs_label})"

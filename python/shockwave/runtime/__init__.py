@@ -189,7 +189,7 @@ def _execute(
             snapshot = journal.snapshot()
             if snapshot is not None:
                 engine.restore(journal.rounds(), snapshot[1])
-        engine.run()
+        engine.execute()
     except BaseException:
         executor.close()
         journal.close()

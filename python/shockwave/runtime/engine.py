@@ -233,8 +233,15 @@ class RuntimeEngine(ExactEngine):
         return columns
 
     # ------------------------------------------------------------------------- the loop
-    def run(self) -> None:
-        """Run until every job has finished or failed (Ctrl-C: see the module notes)."""
+    def run(
+        self, until_round: int | None = None, at_boundary: Callable[[int], None] | None = None
+    ) -> bool:
+        """Not available: a real run is :meth:`execute` (this is the simulator's loop)."""
+        raise TypeError("RuntimeEngine runs jobs for real with execute(), not run()")
+
+    def execute(self) -> None:
+        """Run the jobs for real until every one has finished or failed (Ctrl-C: see the
+        module notes). (Not :meth:`run`, the simulator's loop that this engine replaces.)"""
         tau = self.tau
         for directory in (self.checkpoint_path(0).parent, self.log_path(0).parent):
             directory.mkdir(parents=True, exist_ok=True)

@@ -37,9 +37,12 @@ if TYPE_CHECKING:
     from shockwave.runtime.engine import RuntimeEngine
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunResult(SimulationResult):
     """The metrics of a real run (see the module notes).
+
+    A real run happens in wall-clock time, so unlike a simulation's its metrics are
+    measurements; :attr:`timing` holds the scheduler's own wall time as for a simulation.
 
     Extra JSON keys, per job in trace order: ``restarts`` (crash restarts), ``preemptions``
     (stops at a round boundary), ``launches`` (processes started), ``final_digest`` (hex digest

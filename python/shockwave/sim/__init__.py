@@ -8,6 +8,9 @@ policy and returns its metrics (:class:`~shockwave.metrics.SimulationResult`). T
 * ``gavel``: the original (Gavel/Shockwave) simulator's mechanics, quirks included, so that
   results can be set beside the paper's.
 
+A long run can be checkpointed and resumed bit for bit (:class:`Simulation`,
+:class:`CheckpointSettings`, :func:`resume`).
+
 See ``docs/simulator.md`` for both mechanics and the policy protocol.
 """
 
@@ -17,18 +20,21 @@ from shockwave.sim.config import MECHANICS, Mechanics, SimulationConfig
 from shockwave.sim.engine import ProgressCallback
 from shockwave.sim.errors import PolicyOutputError, SimulationStalledError
 from shockwave.sim.record import SimulationRecord
-from shockwave.sim.simulation import simulate
+from shockwave.sim.simulation import CheckpointSettings, Simulation, resume, simulate
 from shockwave.sim.state import ClusterState, ThroughputSamples
 
 __all__ = [
     "MECHANICS",
+    "CheckpointSettings",
     "ClusterState",
     "Mechanics",
     "PolicyOutputError",
     "ProgressCallback",
+    "Simulation",
     "SimulationConfig",
     "SimulationRecord",
     "SimulationStalledError",
     "ThroughputSamples",
+    "resume",
     "simulate",
 ]

@@ -37,6 +37,13 @@ GAVEL_MAX_FAILED_ATTEMPTS = 5
 GAVEL_OVERTIME_FACTOR = 1.5
 
 
+#: Largest ``throughput_noise`` (sigma of the log of the speed factor) accepted.
+MAX_THROUGHPUT_NOISE = 10.0
+#: Range of ``round_seconds`` accepted (a millisecond to the longest job time,
+#: ``shockwave.limits.MAX_SECONDS``).
+MIN_ROUND_SECONDS, MAX_ROUND_SECONDS = 1e-3, 1e12
+
+
 @dataclass(frozen=True)
 class SimulationConfig:
     """How to simulate a workload.
@@ -88,6 +95,16 @@ class SimulationConfig:
                 "(the command line's --restart-penalty-seconds sets it)"
             )
         _check_number("throughput_noise", self.throughput_noise, positive=False)
+        if self.throughput_noise > MAX_THROUGHPUT_NOISE:
+            raise ValueError(
+                f"throughput_noise must be at most {MAX_THROUGHPUT_NOISE:g} (a log-normal sigma "
+                f"beyond it stops every job: exp(-sigma**2 / 2)), got {self.throughput_noise!r}"
+            )
+        if not MIN_ROUND_SECONDS <= self.round_seconds <= MAX_ROUND_SECONDS:
+            raise ValueError(
+                f"round_seconds must be in [{MIN_ROUND_SECONDS:g}, {MAX_ROUND_SECONDS:g}], "
+                f"got {self.round_seconds!r}"
+            )
         _check_number("recompute_interval_seconds", self.recompute_interval_seconds, positive=False)
         if self.throughput_noise > 0 and self.mechanics == "gavel":
             raise ValueError("throughput_noise is supported by the exact mechanics only")

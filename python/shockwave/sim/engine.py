@@ -44,6 +44,8 @@ class ProgressColumns(TypedDict):
 
 #: Called after every round with (rounds simulated, jobs finished, jobs in the workload).
 ProgressCallback = Callable[[int, int, int], None]
+#: Called at the start of every round boundary with its index (see :meth:`Engine.run`).
+BoundaryHook = Callable[[int], None]
 
 #: Tolerance on returned time fractions (a solver's 1 + 1e-12 is accepted and clipped to 1).
 _FRACTION_TOLERANCE = 1e-9
@@ -117,11 +119,30 @@ class Engine(ABC):
         if isinstance(policy, AllocationPolicy):
             self.mechanism = RoundMechanism(n, self.tau)
         self.max_rounds = config.max_rounds or self._default_max_rounds()
+        #: the simulated clock when the last job is done (set when ``run`` completes), seconds
+        self.makespan = 0.0
 
     # ----------------------------------------------------------------------------- hooks
     @abstractmethod
-    def run(self) -> None:
-        """Simulate until every job has completed."""
+    def start(self) -> None:
+        """Set the loop's state to the first round boundary (called once, by ``__init__``)."""
+
+    @property
+    @abstractmethod
+    def round_index(self) -> int:
+        """Index of the next round boundary the loop will process."""
+
+    @abstractmethod
+    def run(self, until_round: int | None = None, at_boundary: BoundaryHook | None = None) -> bool:
+        """Simulate until every job has completed, or until round boundary ``until_round``.
+
+        The loop's state lives on the engine, so ``run`` can stop at a boundary, the engine be
+        pickled (a checkpoint) and ``run`` called again (possibly on the unpickled copy): the
+        continuation is bit for bit the uninterrupted run. ``at_boundary(k)`` is called at the
+        start of every boundary ``k``, where the engine's state is consistent (the place to save
+        a checkpoint). Returns ``True`` once every job has completed, ``False`` when stopped at
+        ``until_round``.
+        """
 
     @abstractmethod
     def progress_columns(self, active: IntArray) -> ProgressColumns:
@@ -289,6 +310,12 @@ class Engine(ABC):
         self.last_round_run[dispatched] = round_index
         if self.progress is not None:
             self.progress(round_index + 1, self.finished, self.n)
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the progress callback (a terminal display is not state)."""
+        state = dict(self.__dict__)
+        state["progress"] = None
+        return state
 
     def record(self, makespan: float, wall_seconds: float) -> SimulationRecord:
         """The run's record, per-job arrays back in trace order."""

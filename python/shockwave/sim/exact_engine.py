@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from shockwave.policies.protocol import AllocationPolicy, Policy
 from shockwave.sim.config import SimulationConfig
-from shockwave.sim.engine import Engine, ProgressCallback, ProgressColumns
+from shockwave.sim.engine import BoundaryHook, Engine, ProgressCallback, ProgressColumns
 from shockwave.sim.profile_progress import ProfileProgress
 from shockwave.workload import Workload
 
@@ -48,6 +48,7 @@ class ExactEngine(Engine):
         self.epoch = np.zeros(self.n, dtype=np.int64)  # epoch in progress at work_done
         self.rng = np.random.default_rng(config.seed)
         self.makespan = 0.0
+        self.start()
 
     def progress_columns(self, active: IntArray) -> ProgressColumns:
         p = self.profiles
@@ -68,32 +69,44 @@ class ExactEngine(Engine):
             "remaining_seconds": p.total_seconds[active] - seconds,
         }
 
-    def run(self) -> None:
+    def start(self) -> None:
+        self._origin = float(self.arrival[0])
+        self._grid = 0
+        self._k = 0
+        self._pending: tuple[IntArray, FloatArray, FloatArray, FloatArray] | None = None
+
+    @property
+    def round_index(self) -> int:
+        return self._k
+
+    def run(self, until_round: int | None = None, at_boundary: BoundaryHook | None = None) -> bool:
         tau = self.tau
-        origin = float(self.arrival[0])
-        grid = 0
-        k = 0
-        pending: tuple[IntArray, FloatArray, FloatArray, FloatArray] | None = None
         while self.finished < self.n:
+            k = self._k
+            if at_boundary is not None:
+                at_boundary(k)
+            if until_round is not None and k >= until_round:
+                return False
             self.check_round_limit(k)
-            now = origin + grid * tau
-            if pending is not None:
-                self._finish_round(k, *pending)
-                pending = None
+            now = self._origin + self._grid * tau
+            if self._pending is not None:
+                self._finish_round(k, *self._pending)
+                self._pending = None
             self.admit_until(now, k)
             active = self.active()
             if active.shape[0] == 0:
                 upcoming = self.pending_arrival_time()
                 if upcoming is None:
                     break
-                grid = int(np.ceil((upcoming - origin) / tau))
+                self._grid = int(np.ceil((upcoming - self._origin) / tau))
                 continue
             chosen = self._choose(now, k, active)
             self.record_round(k, now, active, chosen)
-            pending = self._run_round(k, now, chosen)
-            grid += 1
-            k += 1
+            self._pending = self._run_round(k, now, chosen)
+            self._grid += 1
+            self._k += 1
         self.makespan = float(np.nanmax(self.completion_time))
+        return True
 
     def _choose(self, now: float, k: int, active: IntArray) -> IntArray:
         state = self.build_state(now, k, active)
@@ -129,7 +142,9 @@ class ExactEngine(Engine):
         left = self.profiles.total_seconds[jobs] - self.work_done[jobs]
         capacity = (tau - penalty) * speed
         finishes = left <= capacity
-        run = np.where(finishes, left / speed, tau - penalty)
+        # (a huge noise can make a speed underflow to 0: divide only where the job finishes)
+        finish_run = np.divide(left, speed, out=np.zeros_like(left), where=finishes)
+        run = np.where(finishes, finish_run, tau - penalty)
         completion = np.where(finishes, now + penalty + run, np.nan)
         before = self.work_done[jobs].copy()
         self.work_done[jobs] = np.where(

@@ -39,7 +39,7 @@ from shockwave.sim.config import (
     GAVEL_PENALTY_MARGIN_SECONDS,
     SimulationConfig,
 )
-from shockwave.sim.engine import Engine, ProgressCallback, ProgressColumns
+from shockwave.sim.engine import BoundaryHook, Engine, ProgressCallback, ProgressColumns
 from shockwave.sim.runtime_batch_size import epoch_counter, rescale, wants_change
 from shockwave.throughputs import ThroughputTable
 from shockwave.workload import Workload
@@ -103,6 +103,7 @@ class GavelEngine(Engine):
         self.gpu_of = np.full((n, self.max_gang), -1, dtype=np.int64)
         self.placed_last_round = np.zeros(0, dtype=np.int64)
         self.dirty = True  # the original's _need_to_update_allocation (set by worker registration)
+        self.start()
 
     def _throughput(self, job: int, batch_size: int) -> float:
         info = self.jobs[job]
@@ -134,29 +135,42 @@ class GavelEngine(Engine):
         return np.array(self.gpu_busy, dtype=np.float64)
 
     # ---------------------------------------------------------------------------- loop
-    def run(self) -> None:
+    def start(self) -> None:
+        self._round_start = 0.0
+        self._round_end: float | None = None
+        self._now = float(self.arrival[0])
+        self._dispatched = np.zeros(0, dtype=np.int64)
+        self._finish = np.zeros(0, dtype=np.float64)
+        self._steps = np.zeros(0, dtype=np.int64)
+        self._k = 0
+
+    @property
+    def round_index(self) -> int:
+        return self._k
+
+    def run(self, until_round: int | None = None, at_boundary: BoundaryHook | None = None) -> bool:
         tau = self.tau
-        round_start = 0.0
-        round_end: float | None = None
-        now = float(self.arrival[0])
-        dispatched = np.zeros(0, dtype=np.int64)
-        finish = np.zeros(0, dtype=np.float64)
-        steps = np.zeros(0, dtype=np.int64)
-        k = 0
         while self.finished < self.n:
+            k = self._k
+            if at_boundary is not None:
+                at_boundary(k)
+            if until_round is not None and k >= until_round:
+                return False
             self.check_round_limit(k)
+            dispatched, finish = self._dispatched, self._finish
             # 1. clock
             latest = float(finish.max()) if dispatched.shape[0] else 0.0
             if latest > 0.0:
-                if round_end is not None:
-                    round_start = round_end
-                round_end = latest
-                now = latest
+                if self._round_end is not None:
+                    self._round_start = self._round_end
+                self._round_end = latest
+                self._now = latest
             else:
-                now = self._idle_jump(now)
+                self._now = self._idle_jump(self._now)
+            now = self._now
             # 2. completions of round k - 1
             if dispatched.shape[0]:
-                self._process_round(k, dispatched, finish, steps, round_start)
+                self._process_round(k, dispatched, finish, self._steps, self._round_start)
             # 3. runtime batch-size rules
             self._evaluate_flags()
             # 4. arrivals
@@ -168,7 +182,8 @@ class GavelEngine(Engine):
                 if upcoming is None:
                     break
                 now = upcoming  # the original would stop here; continue at the next arrival
-                round_end = now
+                self._now = now
+                self._round_end = now
                 self.admit_until(now, k)
                 self.dirty = True
                 active = self.active()
@@ -177,13 +192,14 @@ class GavelEngine(Engine):
             self.record_round(k, now, active, chosen)
             self._place(chosen)
             # 6. dispatch
-            dispatched = chosen
+            self._dispatched = chosen
             thr = self.throughput[chosen]
             full = (thr * tau).astype(np.int64)
-            steps = np.minimum(full, self.total_steps[chosen] - self.steps_run[chosen])
-            finish = np.maximum(now, now + steps / thr)
-            k += 1
-        self.makespan = now
+            self._steps = np.minimum(full, self.total_steps[chosen] - self.steps_run[chosen])
+            self._finish = np.maximum(now, now + self._steps / thr)
+            self._k += 1
+        self.makespan = self._now
+        return True
 
     def _idle_jump(self, now: float) -> float:
         """Where the clock goes when no job ran in the previous round."""

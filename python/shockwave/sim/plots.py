@@ -7,14 +7,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from shockwave.atomic import atomic_writer
 from shockwave.metrics import SimulationResult, utilization_timeline
 
 
+def _save(figure: Any, path: Path) -> None:
+    """Write ``figure`` as PNG into a temporary file that then replaces ``path`` atomically."""
+    with atomic_writer(path, "wb") as out:
+        figure.savefig(out, dpi=120, format="png")
+
+
 def write_plots(results: Sequence[SimulationResult], directory: Path) -> list[Path]:
-    """Write ``jct_cdf.png``, ``ftf_cdf.png`` and ``utilization.png`` into ``directory``."""
+    """Write ``jct_cdf.png``, ``ftf_cdf.png`` and ``utilization.png`` into ``directory``, each
+    replaced atomically (an interrupted run leaves the previous plots intact)."""
     try:
         import matplotlib
     except ModuleNotFoundError:
@@ -46,7 +55,7 @@ def write_plots(results: Sequence[SimulationResult], directory: Path) -> list[Pa
         axes.legend()
         path = directory / name
         figure.tight_layout()
-        figure.savefig(path, dpi=120)
+        _save(figure, path)
         plt.close(figure)
         written.append(path)
 
@@ -62,7 +71,7 @@ def write_plots(results: Sequence[SimulationResult], directory: Path) -> list[Pa
     axes.legend()
     path = directory / "utilization.png"
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    _save(figure, path)
     plt.close(figure)
     written.append(path)
     return written

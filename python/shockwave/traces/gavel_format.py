@@ -29,10 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from shockwave.catalog import ADAPTATION_MODES, MODEL_FAMILIES, AdaptationMode
-from shockwave.errors import TraceError
+from shockwave.errors import JobFieldError, TraceError
+from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
 from shockwave.profiles import batch_size_schedule, epoch_durations, num_epochs
 from shockwave.throughputs import BUNDLED_THROUGHPUTS, ThroughputTable, parse_job_type
 from shockwave.workload import Job, Workload
@@ -151,8 +152,11 @@ def _parse_line(raw: str, number: int, path: str | PathLike[str]) -> TraceRecord
             f"unknown model {model!r} (known: {', '.join(sorted(MODEL_FAMILIES))})",
             path=path, line=number, field="job_type",
         )  # fmt: skip
-    if initial_bs < 1:
-        raise TraceError("batch size must be >= 1", path=path, line=number, field="job_type")
+    if not 1 <= initial_bs <= INT64_MAX:
+        raise TraceError(
+            f"batch size must be >= 1 (and at most 2**63 - 1), got {initial_bs}",
+            path=path, line=number, field="job_type",
+        )  # fmt: skip
 
     def mode_check(value: AdaptationMode) -> str | None:
         return None if value in ADAPTATION_MODES else f"must be one of {ADAPTATION_MODES}"
@@ -178,14 +182,25 @@ def _parse_line(raw: str, number: int, path: str | PathLike[str]) -> TraceRecord
         working_directory=values["working_directory"],
         num_steps_arg=values["num_steps_arg"],
         needs_data_dir=bool(field("needs_data_dir", int, flag_check)),
-        total_steps=field("total_steps", int, lambda v: None if v >= 1 else "must be >= 1"),
-        scale_factor=field("scale_factor", int, lambda v: None if v >= 1 else "must be >= 1 GPU"),
+        total_steps=field("total_steps", int, _integer_in(1, INT64_MAX)),
+        scale_factor=field("scale_factor", int, _integer_in(1, INT64_MAX, unit=" GPU")),
         mode=mode,
         priority_weight=field("priority_weight", float, finite_at_least(0.0, strict=True)),
         slo=slo if slo >= 0 else None,
         duration=duration,
         arrival_time=field("arrival_time", float, finite_at_least(0.0)),
     )
+
+
+def _integer_in(low: int, high: int, *, unit: str = "") -> Callable[[int], str | None]:
+    def check(value: int) -> str | None:
+        if value < low:
+            return f"must be >= {low}{unit}"
+        if value > high:
+            return f"must be at most {high}"
+        return None
+
+    return check
 
 
 def record_to_job(
@@ -203,6 +218,12 @@ def record_to_job(
     """
     family = MODEL_FAMILIES[record.model]
     epochs = num_epochs(record.total_steps, family.samples_per_epoch, record.initial_batch_size)
+    if epochs > MAX_EPOCHS_PER_JOB:
+        raise TraceError(
+            f"{record.total_steps} steps make {epochs} epochs; a job may have at most "
+            f"{MAX_EPOCHS_PER_JOB} (shockwave.limits.MAX_EPOCHS_PER_JOB)",
+            path=path, line=record.line, field="total_steps",
+        )  # fmt: skip
     schedule = batch_size_schedule(
         record.mode, record.model, record.initial_batch_size, record.scale_factor, epochs
     )
@@ -215,6 +236,28 @@ def record_to_job(
         ) from None  # fmt: skip
     except ValueError as exc:
         raise TraceError(str(exc), path=path, line=record.line, field="job_type") from None
+    try:
+        return _job(record, job_id, family, schedule, seconds)
+    except JobFieldError as exc:
+        field = _TRACE_FIELD_OF_JOB_FIELD.get(exc.field, exc.field)
+        raise TraceError(exc.reason, path=path, line=record.line, field=field) from None
+
+
+#: The ``.trace`` field each :class:`Job` field comes from.
+_TRACE_FIELD_OF_JOB_FIELD = {
+    "arrival_time": "arrival_time",
+    "gang_size": "scale_factor",
+    "weight": "priority_weight",
+    "epoch_seconds": "total_steps",
+    "batch_sizes": "total_steps",
+    "total_steps": "total_steps",
+    "trace_duration": "duration",
+    "mode": "mode",
+    "model": "job_type",
+}
+
+
+def _job(record: TraceRecord, job_id: int, family: Any, schedule: Any, seconds: Any) -> Job:
     return Job(
         job_id=job_id,
         arrival_time=record.arrival_time,
@@ -250,11 +293,11 @@ def read_gavel_trace(
     """
     table = load_throughputs(throughputs)
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise TraceError(f"cannot read trace ({exc.strerror})", path=path) from None
     except UnicodeDecodeError:
-        raise TraceError("not a text file", path=path) from None
+        raise TraceError("not a text file (not UTF-8)", path=path) from None
     records = parse_trace_lines(text, path=path)
     jobs = tuple(record_to_job(r, i, table, path=path) for i, r in enumerate(records))
     models = {r.model for r in records}

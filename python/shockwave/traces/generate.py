@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import math
 import random
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -50,10 +52,11 @@ from shockwave.catalog import (
     gns_staircase,
     model_family,
 )
+from shockwave.limits import memory_problem
 from shockwave.throughputs import ThroughputTable, format_job_type
 from shockwave.traces.gavel_format import TraceRecord, record_to_job
 from shockwave.traces.generator_parameters import GeneratorParameterError, GeneratorParameters
-from shockwave.traces.native import write_native
+from shockwave.traces.native import write_native_jobs
 from shockwave.traces.trace_writer import write_trace
 from shockwave.workload import Workload
 
@@ -125,7 +128,17 @@ def generate_records(parameters: GeneratorParameters) -> list[TraceRecord]:
     """
     table = parameters.throughput_table()
     check_throughput_coverage(parameters, table)
-    return _draw(parameters, table)
+    _check_in_memory(parameters)
+    return list(_draw(parameters, table))
+
+
+def _check_in_memory(parameters: GeneratorParameters) -> None:
+    """Refuse a trace whose jobs would not fit in memory (a workload held whole)."""
+    problem = memory_problem(parameters.jobs * _BYTES_PER_JOB_IN_MEMORY, "holding the jobs")
+    if problem is not None:
+        raise GeneratorParameterError(
+            "jobs", f"{problem}; write_generated streams them to disk instead"
+        )
 
 
 def generate_workload(parameters: GeneratorParameters) -> Workload:
@@ -140,7 +153,8 @@ def generate_workload(parameters: GeneratorParameters) -> Workload:
     """
     table = parameters.throughput_table()
     check_throughput_coverage(parameters, table)
-    return _profile(parameters, _draw(parameters, table), table)
+    _check_in_memory(parameters)
+    return _profile(parameters, list(_draw(parameters, table)), table)
 
 
 def write_generated(parameters: GeneratorParameters, output: str | PathLike[str]) -> int:
@@ -161,12 +175,50 @@ def write_generated(parameters: GeneratorParameters, output: str | PathLike[str]
         )
     table = parameters.throughput_table()
     check_throughput_coverage(parameters, table)
-    records = _draw(parameters, table)
+    _check_disk_space(parameters, Path(output), suffix)
     if suffix == ".trace":
-        write_trace(records, output)
-    else:
-        write_native(_profile(parameters, records, table), output)
-    return len(records)
+        write_trace(_draw(parameters, table), output)
+        return parameters.jobs
+    # The header carries the throughput table of the models drawn: a first pass over the draws
+    # (no profiles, nothing kept) finds them, the second streams the jobs.
+    possible = {t.model for t in parameters.templates}
+    models: set[str] = set()
+    for record in _draw(parameters, table):
+        models.add(record.model)
+        if models == possible:
+            break
+    source = parameters.command_line()
+    jobs = (record_to_job(r, i, table, path=source) for i, r in enumerate(_draw(parameters, table)))
+    write_native_jobs(
+        jobs,
+        output,
+        count=parameters.jobs,
+        source=source,
+        throughputs=table.restricted_to(models),
+    )
+    return parameters.jobs
+
+
+#: Least bytes one job takes in each output format (a conservative floor: real lines are longer).
+_BYTES_PER_JOB_ON_DISK = {".trace": 100, ".jsonl": 200}
+#: Bytes one generated job takes in memory (its record and profile), a generous estimate.
+_BYTES_PER_JOB_IN_MEMORY = 4096
+
+
+def _check_disk_space(parameters: GeneratorParameters, output: Path, suffix: str) -> None:
+    """Refuse up front a trace that cannot fit on the output's file system."""
+    directory = output.parent if str(output.parent) else Path(".")
+    try:
+        free = shutil.disk_usage(directory).free
+    except OSError:
+        return  # the write itself will report the directory
+    needed = parameters.jobs * _BYTES_PER_JOB_ON_DISK[suffix]
+    if needed > free:
+        raise GeneratorParameterError(
+            "jobs",
+            f"{parameters.jobs} jobs need at least {needed / 1e9:.3g} GB in {suffix} format, "
+            f"more than the {free / 1e9:.3g} GB free where {output} goes",
+        )
 
 
 def check_throughput_coverage(parameters: GeneratorParameters, table: ThroughputTable) -> None:
@@ -217,8 +269,9 @@ def check_throughput_coverage(parameters: GeneratorParameters, table: Throughput
                 )
 
 
-def _draw(p: GeneratorParameters, table: ThroughputTable) -> list[TraceRecord]:
-    """The draws (see the module docs); ``p`` and ``table`` are already checked."""
+def _draw(p: GeneratorParameters, table: ThroughputTable) -> Iterator[TraceRecord]:
+    """The draws, one job at a time (see the module docs); ``p`` and ``table`` are already
+    checked."""
     streams = _Streams.seeded(p.seed)
     grid = p.duration_grid_hours()
     buckets = [grid[start:stop] for start, stop in p.duration_buckets()]
@@ -229,7 +282,6 @@ def _draw(p: GeneratorParameters, table: ThroughputTable) -> list[TraceRecord]:
     templates = list(p.templates)
     text = {t: (t.launch, format_job_type(t.model, t.batch_size), t.command) for t in templates}
 
-    records: list[TraceRecord] = []
     arrival = 0.0
     for job in range(p.jobs):
         template = streams.template.choice(templates)
@@ -250,7 +302,7 @@ def _draw(p: GeneratorParameters, table: ThroughputTable) -> list[TraceRecord]:
         if job > 0 and mean_gap > 0:
             arrival += -math.log(1.0 - streams.arrival.random()) * mean_gap
 
-        records.append(
+        yield (
             TraceRecord(
                 line=job + 1,
                 job_type=job_type,
@@ -269,7 +321,6 @@ def _draw(p: GeneratorParameters, table: ThroughputTable) -> list[TraceRecord]:
                 arrival_time=float(int(arrival)),
             )
         )
-    return records
 
 
 def _profile(

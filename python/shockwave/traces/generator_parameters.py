@@ -54,6 +54,13 @@ MAX_SEED = 2**32 - 1
 MIX_TOLERANCE = 1e-3
 
 
+#: Most jobs one generated trace may hold (about 200 GB of native workload at this size);
+#: ``write_generated`` also refuses a trace that would not fit on the output's file system.
+MAX_JOBS = 10**9
+#: Most points of the duration grid (it is held in memory).
+MAX_GRID_POINTS = 10**6
+
+
 class GeneratorParameterError(ValueError):
     """A generator parameter is invalid.
 
@@ -309,14 +316,14 @@ def _as_template(entry: object) -> JobTemplate:
 
 def _check_parameters(p: GeneratorParameters) -> None:
     """Raise :class:`GeneratorParameterError` for the first invalid field."""
-    _check_int("jobs", p.jobs, low=1)
+    _check_int("jobs", p.jobs, low=1, high=MAX_JOBS)
     _check_int("gpus", p.gpus, low=1)
     _check_int("seed", p.seed, low=0, high=MAX_SEED)
     if p.mean_interarrival is not None:
         _check_real("mean_interarrival", p.mean_interarrival, low=0.0)
     _check_real("min_duration_hours", p.min_duration_hours, low=0.0, strict=True)
     _check_real("max_duration_hours", p.max_duration_hours, low=p.min_duration_hours)
-    _check_int("duration_grid_points", p.duration_grid_points, low=1)
+    _check_int("duration_grid_points", p.duration_grid_points, low=1, high=MAX_GRID_POINTS)
     if p.duration_grid not in DURATION_GRIDS:
         raise GeneratorParameterError(
             "duration_grid", f"must be one of {DURATION_GRIDS}, got {p.duration_grid!r}"

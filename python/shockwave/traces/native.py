@@ -51,6 +51,7 @@ written with Python's shortest round-trip representation, so write-then-read is 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.atomic import atomic_writer
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.job.spec import RunSpec
+from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
 from shockwave.throughputs import ThroughputTable
 from shockwave.workload import Job, Workload
 
@@ -133,24 +136,62 @@ def decode_epochs(value: Any, name: str) -> list[Any] | npt.NDArray[Any]:
     counts = [run[1] for run in runs]
     if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
         raise ValueError("run counts must be integers >= 1")
-    return np.repeat(np.asarray([run[0] for run in runs]), counts)
+    if sum(counts) > MAX_EPOCHS_PER_JOB:
+        raise ValueError(
+            f"run counts sum to {sum(counts)} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}"
+        )
+    values = [run[0] for run in runs]
+    if any(isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT64_MAX for v in values):
+        raise ValueError("run values must fit in a signed 64-bit integer")
+    return np.repeat(np.asarray(values), counts)
 
 
 def write_native(workload: Workload, path: str | PathLike[str]) -> None:
-    """Write ``workload`` to ``path`` in the native JSON Lines format (see the module docs)."""
+    """Write ``workload`` to ``path`` in the native JSON Lines format (see the module docs).
+
+    The file is replaced atomically (:mod:`shockwave.atomic`): an interrupted or failed write
+    leaves the previous file intact.
+    """
+    write_native_jobs(
+        workload.jobs,
+        path,
+        count=len(workload),
+        source=workload.source,
+        throughputs=workload.throughputs,
+    )
+
+
+def write_native_jobs(
+    jobs: Iterable[Job],
+    path: str | PathLike[str],
+    *,
+    count: int,
+    source: str,
+    throughputs: ThroughputTable | None,
+) -> None:
+    """Stream ``count`` jobs to ``path`` in the native format, one line at a time (bounded
+    memory), replacing ``path`` atomically when all are written.
+
+    Raises:
+        ValueError: if ``jobs`` does not yield exactly ``count`` jobs (nothing is written).
+    """
     header: dict[str, Any] = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
-        "jobs": len(workload),
-        "source": workload.source,
+        "jobs": count,
+        "source": source,
     }
-    if workload.throughputs is not None:
-        header["throughputs"] = workload.throughputs.to_dict()
-    with Path(path).open("w", encoding="utf-8") as out:
+    if throughputs is not None:
+        header["throughputs"] = throughputs.to_dict()
+    with atomic_writer(path) as out:
         out.write(json.dumps(header, allow_nan=False) + "\n")
-        for job in workload:
+        written = 0
+        for job in jobs:
             record = job_to_record(job)
             out.write(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n")
+            written += 1
+        if written != count:
+            raise ValueError(f"count: {count} jobs announced, {written} given")
 
 
 def read_native(path: str | PathLike[str]) -> Workload:
@@ -208,6 +249,8 @@ def _decode(line: str, path: str | PathLike[str], number: int) -> dict[str, Any]
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise TraceError(f"not valid JSON ({exc.msg})", path=path, line=number) from None
+    except RecursionError:
+        raise TraceError("JSON nested too deeply", path=path, line=number) from None
     if not isinstance(obj, dict):
         raise TraceError("each line must be a JSON object", path=path, line=number)
     return obj
@@ -241,6 +284,11 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
     if unknown:
         raise TraceError(f"unknown keys {sorted(unknown)}", path=path, line=number)
     epochs = obj["epochs"]
+    if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > MAX_EPOCHS_PER_JOB:
+        raise TraceError(
+            f"{epochs} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}",
+            path=path, line=number, field="epochs",
+        )  # fmt: skip
     arrays: dict[str, Any] = {}
     for key in ("batch_sizes", "epoch_seconds"):
         try:
@@ -280,5 +328,5 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
         )
     except JobFieldError as exc:
         raise TraceError(exc.reason, path=path, line=number, field=exc.field) from None
-    except (ValueError, TypeError) as exc:  # e.g. a string where a number belongs
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a string for a number
         raise TraceError(f"invalid value ({exc})", path=path, line=number) from None

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from os import PathLike
-from pathlib import Path
 
+from shockwave.atomic import atomic_writer
 from shockwave.traces.gavel_format import TraceRecord
 
 
@@ -61,8 +61,13 @@ def _fixed(value: float) -> str:
 
 
 def write_trace(records: Iterable[TraceRecord], path: str | PathLike[str]) -> None:
-    """Write records to ``path`` as a ``.trace`` file, one line each, in the order given."""
-    with Path(path).open("w", encoding="utf-8", newline="\n") as out:
+    """Write records to ``path`` as a ``.trace`` file, one line each, in the order given.
+
+    Records are streamed (an iterator is consumed one record at a time) into a temporary file
+    that replaces ``path`` atomically once all are written (:mod:`shockwave.atomic`): an
+    interrupted or failed write leaves the previous file intact and no partial file.
+    """
+    with atomic_writer(path) as out:
         for record in records:
             out.write(format_trace_line(record))
             out.write("\n")

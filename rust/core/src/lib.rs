@@ -9,9 +9,11 @@
 //! - [`market`]: the dynamic Fisher market (proportional response, certified) and the rounding of
 //!   its shares into an integral round schedule;
 //! - [`adaptation`]: the stochastic model of batch-size adaptation (remaining-runtime estimators
-//!   and the market's valuations).
+//!   and the market's valuations);
+//! - [`limits`]: checks of input-chosen sizes against the machine's memory, before allocating.
 
 pub mod adaptation;
+pub mod limits;
 pub mod market;
 
 /// Version of the core crate, reported by `shockwave._core.core_version()`.

@@ -4,6 +4,7 @@ use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use shockwave_core::adaptation::{
     predict_remaining as core_predict_remaining, AdaptationError, Estimator, JobModels, JobSpec,
     MarkovPrior, ModelSettings, ProgressUpdate, ThroughputSample, ThroughputValue,
@@ -70,21 +71,48 @@ impl PyJobModels {
         max_blocks: usize,
         threads: usize,
     ) -> PyResult<Self> {
-        let settings = ModelSettings {
-            round_durations,
-            calibration_round_seconds,
-            calibration_strength,
-            prior: MarkovPrior {
-                strength: prior_strength,
-                backward_share,
-                jump_decay,
-                deadline,
-                max_blocks,
-            },
-            threads,
-        };
-        let inner = JobModels::new(settings).map_err(value_error)?;
-        Ok(Self { inner })
+        crate::guarded(|| {
+            let settings = ModelSettings {
+                round_durations,
+                calibration_round_seconds,
+                calibration_strength,
+                prior: MarkovPrior {
+                    strength: prior_strength,
+                    backward_share,
+                    jump_decay,
+                    deadline,
+                    max_blocks,
+                },
+                threads,
+            };
+            let inner = JobModels::new(settings).map_err(value_error)?;
+            Ok(Self { inner })
+        })
+    }
+
+    /// The whole state as versioned bytes (`shockwave_core::adaptation::JobModels::to_bytes`).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        crate::guarded(|| Ok(PyBytes::new(py, &self.inner.to_bytes())))
+    }
+
+    /// Rebuild from [`Self::to_bytes`]; `ValueError` naming `state` for anything else.
+    #[staticmethod]
+    fn from_bytes(data: &[u8]) -> PyResult<Self> {
+        crate::guarded(|| {
+            JobModels::from_bytes(data)
+                .map(|inner| Self { inner })
+                .map_err(value_error)
+        })
+    }
+
+    /// Pickle support: rebuilt by `from_bytes(to_bytes())`.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let py = slf.py();
+        let rebuild = py.get_type::<Self>().getattr("from_bytes")?;
+        let state = slf.borrow().to_bytes(py)?;
+        Ok((rebuild, (state,)))
     }
 
     fn __len__(&self) -> usize {
@@ -112,28 +140,30 @@ impl PyJobModels {
         extra_epoch_seconds: PyReadonlyArray1<'_, f64>,
         samples_per_epoch: Option<f64>,
     ) -> PyResult<()> {
-        let extra_bs = to_vec(&extra_batch_sizes);
-        let extra_s = to_vec(&extra_epoch_seconds);
-        same_length(
-            "extra_regimes",
-            extra_s.len(),
-            extra_bs.len(),
-            "its batch sizes",
-        )?;
-        let extra: Vec<(i64, f64)> = extra_bs.into_iter().zip(extra_s).collect();
-        let bs = to_vec(&batch_sizes);
-        let secs = to_vec(&epoch_seconds);
-        let spec = JobSpec {
-            batch_sizes: &bs,
-            epoch_seconds: &secs,
-            extra_regimes: &extra,
-            samples_per_epoch,
-        };
-        self.inner.add(job_id, &spec).map_err(value_error)
+        crate::guarded(|| {
+            let extra_bs = to_vec(&extra_batch_sizes);
+            let extra_s = to_vec(&extra_epoch_seconds);
+            same_length(
+                "extra_regimes",
+                extra_s.len(),
+                extra_bs.len(),
+                "its batch sizes",
+            )?;
+            let extra: Vec<(i64, f64)> = extra_bs.into_iter().zip(extra_s).collect();
+            let bs = to_vec(&batch_sizes);
+            let secs = to_vec(&epoch_seconds);
+            let spec = JobSpec {
+                batch_sizes: &bs,
+                epoch_seconds: &secs,
+                extra_regimes: &extra,
+                samples_per_epoch,
+            };
+            self.inner.add(job_id, &spec).map_err(value_error)
+        })
     }
 
     fn remove(&mut self, job_id: i64) -> PyResult<()> {
-        self.inner.remove(job_id).map_err(value_error)
+        crate::guarded(|| self.inner.remove(job_id).map_err(value_error))
     }
 
     #[pyo3(signature = (
@@ -149,57 +179,61 @@ impl PyJobModels {
         completed_batch_sizes: Option<PyReadonlyArray1<'_, i64>>,
         completed_counts: Option<PyReadonlyArray1<'_, i64>>,
     ) -> PyResult<()> {
-        let ids = to_vec(&job_ids);
-        let done = to_vec(&epochs_done);
-        let current = to_vec(&current_batch_sizes);
-        same_length("epochs_done", done.len(), ids.len(), "job_ids")?;
-        same_length("current_batch_sizes", current.len(), ids.len(), "job_ids")?;
-        let completed: Option<(Vec<i64>, Vec<i64>)> =
-            match (completed_batch_sizes, completed_counts) {
+        crate::guarded(|| {
+            let ids = to_vec(&job_ids);
+            let done = to_vec(&epochs_done);
+            let current = to_vec(&current_batch_sizes);
+            same_length("epochs_done", done.len(), ids.len(), "job_ids")?;
+            same_length("current_batch_sizes", current.len(), ids.len(), "job_ids")?;
+            let completed: Option<(Vec<i64>, Vec<i64>)> = match (
+                completed_batch_sizes,
+                completed_counts,
+            ) {
                 (None, None) => None,
                 (Some(sizes), Some(counts)) => Some((to_vec(&sizes), to_vec(&counts))),
                 _ => return Err(PyValueError::new_err(
                     "completed_counts: give completed_batch_sizes and completed_counts together",
                 )),
             };
-        let mut slices: Vec<Option<&[i64]>> = vec![None; ids.len()];
-        if let Some((sizes, counts)) = &completed {
-            same_length("completed_counts", counts.len(), ids.len(), "job_ids")?;
-            let mut start = 0_usize;
-            for (slot, &count) in slices.iter_mut().zip(counts) {
-                let count = usize::try_from(count).map_err(|_| {
-                    PyValueError::new_err(format!("completed_counts: {count} is negative"))
-                })?;
-                let slice = sizes.get(start..start + count).ok_or_else(|| {
-                    PyValueError::new_err(format!(
-                        "completed_counts: sum to more than the {} completed_batch_sizes",
-                        sizes.len()
-                    ))
-                })?;
-                *slot = Some(slice);
-                start += count;
+            let mut slices: Vec<Option<&[i64]>> = vec![None; ids.len()];
+            if let Some((sizes, counts)) = &completed {
+                same_length("completed_counts", counts.len(), ids.len(), "job_ids")?;
+                let mut start = 0_usize;
+                for (slot, &count) in slices.iter_mut().zip(counts) {
+                    let count = usize::try_from(count).map_err(|_| {
+                        PyValueError::new_err(format!("completed_counts: {count} is negative"))
+                    })?;
+                    let slice = sizes.get(start..start + count).ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "completed_counts: sum to more than the {} completed_batch_sizes",
+                            sizes.len()
+                        ))
+                    })?;
+                    *slot = Some(slice);
+                    start += count;
+                }
+                same_length(
+                    "completed_batch_sizes",
+                    sizes.len(),
+                    start,
+                    "the sum of completed_counts",
+                )?;
             }
-            same_length(
-                "completed_batch_sizes",
-                sizes.len(),
-                start,
-                "the sum of completed_counts",
-            )?;
-        }
-        let updates: Vec<ProgressUpdate<'_>> = ids
-            .iter()
-            .zip(&done)
-            .zip(&current)
-            .zip(&slices)
-            .map(|(((&job_id, &epochs_done), &bs), &list)| ProgressUpdate {
-                job_id,
-                epochs_done,
-                current_batch_size: bs,
-                completed_batch_sizes: list,
-            })
-            .collect();
-        let inner = &mut self.inner;
-        py.detach(|| inner.observe(&updates)).map_err(value_error)
+            let updates: Vec<ProgressUpdate<'_>> = ids
+                .iter()
+                .zip(&done)
+                .zip(&current)
+                .zip(&slices)
+                .map(|(((&job_id, &epochs_done), &bs), &list)| ProgressUpdate {
+                    job_id,
+                    epochs_done,
+                    current_batch_size: bs,
+                    completed_batch_sizes: list,
+                })
+                .collect();
+            let inner = &mut self.inner;
+            py.detach(|| inner.observe(&updates)).map_err(value_error)
+        })
     }
 
     fn observe_throughput(
@@ -211,39 +245,41 @@ impl PyJobModels {
         values: PyReadonlyArray1<'_, f64>,
         kind: &str,
     ) -> PyResult<()> {
-        let ids = to_vec(&job_ids);
-        let rounds = to_vec(&round_indices);
-        let bs = to_vec(&batch_sizes);
-        let vals = to_vec(&values);
-        same_length("round_indices", rounds.len(), ids.len(), "job_ids")?;
-        same_length("batch_sizes", bs.len(), ids.len(), "job_ids")?;
-        same_length(kind, vals.len(), ids.len(), "job_ids")?;
-        let wrap: fn(f64) -> ThroughputValue = match kind {
-            "epoch_seconds" => ThroughputValue::EpochSeconds,
-            "steps_per_second" => ThroughputValue::StepsPerSecond,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "kind: must be 'epoch_seconds' or 'steps_per_second', got {other:?}"
-                )))
-            }
-        };
-        let samples: Vec<ThroughputSample> = ids
-            .iter()
-            .zip(&rounds)
-            .zip(&bs)
-            .zip(&vals)
-            .map(
-                |(((&job_id, &round), &batch_size), &value)| ThroughputSample {
-                    job_id,
-                    round,
-                    batch_size,
-                    value: wrap(value),
-                },
-            )
-            .collect();
-        let inner = &mut self.inner;
-        py.detach(|| inner.observe_throughput(&samples))
-            .map_err(value_error)
+        crate::guarded(|| {
+            let ids = to_vec(&job_ids);
+            let rounds = to_vec(&round_indices);
+            let bs = to_vec(&batch_sizes);
+            let vals = to_vec(&values);
+            same_length("round_indices", rounds.len(), ids.len(), "job_ids")?;
+            same_length("batch_sizes", bs.len(), ids.len(), "job_ids")?;
+            same_length(kind, vals.len(), ids.len(), "job_ids")?;
+            let wrap: fn(f64) -> ThroughputValue = match kind {
+                "epoch_seconds" => ThroughputValue::EpochSeconds,
+                "steps_per_second" => ThroughputValue::StepsPerSecond,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "kind: must be 'epoch_seconds' or 'steps_per_second', got {other:?}"
+                    )))
+                }
+            };
+            let samples: Vec<ThroughputSample> = ids
+                .iter()
+                .zip(&rounds)
+                .zip(&bs)
+                .zip(&vals)
+                .map(
+                    |(((&job_id, &round), &batch_size), &value)| ThroughputSample {
+                        job_id,
+                        round,
+                        batch_size,
+                        value: wrap(value),
+                    },
+                )
+                .collect();
+            let inner = &mut self.inner;
+            py.detach(|| inner.observe_throughput(&samples))
+                .map_err(value_error)
+        })
     }
 
     #[pyo3(signature = (num_rounds, round_seconds, estimator, job_ids = None))]
@@ -255,22 +291,24 @@ impl PyJobModels {
         estimator: &str,
         job_ids: Option<PyReadonlyArray1<'py, i64>>,
     ) -> PyResult<PredictionArrays<'py>> {
-        let estimator = Estimator::parse(estimator).map_err(value_error)?;
-        let ids: Option<Vec<i64>> = job_ids.as_ref().map(to_vec);
-        let inner = &self.inner;
-        let prediction = py
-            .detach(|| inner.predict(ids.as_deref(), estimator, num_rounds, round_seconds))
-            .map_err(value_error)?;
-        let n = prediction.job_ids.len();
-        let valuations = Array2::from_shape_vec((n, num_rounds), prediction.valuations)
-            .map_err(|e| PyValueError::new_err(format!("valuations: {e}")))?;
-        Ok((
-            prediction.job_ids.into_pyarray(py),
-            prediction.mean_seconds.into_pyarray(py),
-            prediction.std_seconds.into_pyarray(py),
-            valuations.into_pyarray(py),
-            prediction.offsets.into_pyarray(py),
-        ))
+        crate::guarded(|| {
+            let estimator = Estimator::parse(estimator).map_err(value_error)?;
+            let ids: Option<Vec<i64>> = job_ids.as_ref().map(to_vec);
+            let inner = &self.inner;
+            let prediction = py
+                .detach(|| inner.predict(ids.as_deref(), estimator, num_rounds, round_seconds))
+                .map_err(value_error)?;
+            let n = prediction.job_ids.len();
+            let valuations = Array2::from_shape_vec((n, num_rounds), prediction.valuations)
+                .map_err(|e| PyValueError::new_err(format!("valuations: {e}")))?;
+            Ok((
+                prediction.job_ids.into_pyarray(py),
+                prediction.mean_seconds.into_pyarray(py),
+                prediction.std_seconds.into_pyarray(py),
+                valuations.into_pyarray(py),
+                prediction.offsets.into_pyarray(py),
+            ))
+        })
     }
 
     /// `(epochs_done, current_batch_size, regime batch sizes, window factor, rate factors)`.
@@ -286,22 +324,23 @@ impl PyJobModels {
         f64,
         Bound<'py, PyArray1<f64>>,
     )> {
-        let job = self
-            .inner
-            .get(job_id)
-            .ok_or_else(|| PyValueError::new_err(format!("job_id: job {job_id} is not held")))?;
-        let strength = self.inner.settings().calibration_strength;
-        Ok((
-            job.epochs_done(),
-            job.current_batch_size(),
-            job.regimes()
-                .iter()
-                .map(|regime| regime.batch_size)
-                .collect::<Vec<u64>>()
-                .into_pyarray(py),
-            job.window_factor(),
-            job.rate_factors(strength).into_pyarray(py),
-        ))
+        crate::guarded(|| {
+            let job = self.inner.get(job_id).ok_or_else(|| {
+                PyValueError::new_err(format!("job_id: job {job_id} is not held"))
+            })?;
+            let strength = self.inner.settings().calibration_strength;
+            Ok((
+                job.epochs_done(),
+                job.current_batch_size(),
+                job.regimes()
+                    .iter()
+                    .map(|regime| regime.batch_size)
+                    .collect::<Vec<u64>>()
+                    .into_pyarray(py),
+                job.window_factor(),
+                job.rate_factors(strength).into_pyarray(py),
+            ))
+        })
     }
 }
 
@@ -320,21 +359,23 @@ fn predict_remaining(
     epoch_fraction: f64,
     round_durations: bool,
 ) -> PyResult<(f64, f64)> {
-    let estimator = Estimator::parse(estimator).map_err(value_error)?;
-    let settings = ModelSettings {
-        round_durations,
-        ..ModelSettings::default()
-    };
-    core_predict_remaining(
-        &to_vec(&batch_sizes_so_far),
-        &to_vec(&regime_batch_sizes),
-        &to_vec(&regime_seconds),
-        total_epochs,
-        epoch_fraction,
-        estimator,
-        &settings,
-    )
-    .map_err(value_error)
+    crate::guarded(|| {
+        let estimator = Estimator::parse(estimator).map_err(value_error)?;
+        let settings = ModelSettings {
+            round_durations,
+            ..ModelSettings::default()
+        };
+        core_predict_remaining(
+            &to_vec(&batch_sizes_so_far),
+            &to_vec(&regime_batch_sizes),
+            &to_vec(&regime_seconds),
+            total_epochs,
+            epoch_fraction,
+            estimator,
+            &settings,
+        )
+        .map_err(value_error)
+    })
 }
 
 /// Add this module's functions and classes to `shockwave._core`.

@@ -4,10 +4,46 @@
 //! GIL around long computations. The algorithms live in `shockwave-core`. Each binding module
 //! registers its functions and classes through its own `register`.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
 use pyo3::prelude::*;
 
 mod adaptation;
 mod market;
+
+pyo3::create_exception!(
+    _core,
+    InternalError,
+    pyo3::exceptions::PyRuntimeError,
+    "A bug in shockwave's Rust core (a panic caught at the binding): please report it."
+);
+
+/// The last-resort guard of every binding: runs `body` and turns a Rust panic that escapes it
+/// into [`InternalError`] (a `RuntimeError`, so an `Exception`), where PyO3 would raise its
+/// `PanicException`, a `BaseException` that `except Exception` does not catch.
+pub(crate) fn guarded<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Err(InternalError::new_err(format!(
+                "internal error in shockwave's Rust core (please report it): {message}"
+            )))
+        }
+    }
+}
+
+/// Panic on purpose inside [`guarded`]: the test of the guard (not for other use). The one
+/// deliberate panic of the crate.
+#[pyfunction]
+#[allow(clippy::panic)]
+fn _panic_probe() -> PyResult<()> {
+    guarded(|| -> PyResult<()> { std::panic::panic_any("probe of the panic guard".to_string()) })
+}
 
 /// Version of the Rust core compiled into this extension.
 #[pyfunction]
@@ -18,6 +54,8 @@ fn core_version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_probe, m)?)?;
+    m.add("InternalError", m.py().get_type::<InternalError>())?;
     market::register(m)?;
     adaptation::register(m)?;
     Ok(())

@@ -98,63 +98,65 @@ fn solve_market<'py>(
     warmup_iterations: Option<usize>,
     warm_start: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<SolutionTuple<'py>> {
-    let (jobs, rounds) = dims(&valuations, "valuations")?;
-    let method = match method {
-        "interior_point" => Method::InteriorPoint,
-        "proportional_response" => Method::ProportionalResponse,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "method: expected 'interior_point' or 'proportional_response', got {other:?}"
-            )))
-        }
-    };
-    let gangs = gang_sizes_u32(contiguous(&gang_sizes, "gang_sizes")?)?;
-    let problem = MarketProblem {
-        jobs,
-        rounds,
-        valuations: contiguous(&valuations, "valuations")?,
-        gang_sizes: &gangs,
-        supply: contiguous(&supply, "supply")?,
-        budgets: contiguous(&budgets, "budgets")?,
-        progress: contiguous(&progress, "progress")?,
-        ceilings: contiguous(&ceilings, "ceilings")?,
-    };
-    let market = PreparedMarket::new(&problem).map_err(value_error)?;
-    let warm: Option<Vec<f64>> = match &warm_start {
-        Some(bids) => {
-            if dims(bids, "warm_start")? != (jobs, rounds) {
+    crate::guarded(|| {
+        let (jobs, rounds) = dims(&valuations, "valuations")?;
+        let method = match method {
+            "interior_point" => Method::InteriorPoint,
+            "proportional_response" => Method::ProportionalResponse,
+            other => {
                 return Err(PyValueError::new_err(format!(
-                    "warm_start: expected shape ({jobs}, {rounds}), got {:?}",
-                    bids.shape()
-                )));
+                    "method: expected 'interior_point' or 'proportional_response', got {other:?}"
+                )))
             }
-            Some(contiguous(bids, "warm_start")?.to_vec())
-        }
-        None => None,
-    };
-    let settings = SolverSettings {
-        tol,
-        max_iter,
-        method,
-        warmup_iterations,
-        simd: true,
-    };
-    let solution = py
-        .detach(|| market.solve(&settings, warm.as_deref()))
-        .map_err(value_error)?;
-    Ok((
-        matrix(py, jobs, rounds, solution.shares)?,
-        solution.prices.into_pyarray(py),
-        solution.utilities.into_pyarray(py),
-        matrix(py, jobs, rounds, solution.bids)?,
-        solution.objective,
-        solution.dual_bound,
-        solution.gap,
-        solution.iterations,
-        solution.pr_iterations,
-        solution.ipm_iterations,
-        solution.converged,
-    ))
+        };
+        let gangs = gang_sizes_u32(contiguous(&gang_sizes, "gang_sizes")?)?;
+        let problem = MarketProblem {
+            jobs,
+            rounds,
+            valuations: contiguous(&valuations, "valuations")?,
+            gang_sizes: &gangs,
+            supply: contiguous(&supply, "supply")?,
+            budgets: contiguous(&budgets, "budgets")?,
+            progress: contiguous(&progress, "progress")?,
+            ceilings: contiguous(&ceilings, "ceilings")?,
+        };
+        let market = PreparedMarket::new(&problem).map_err(value_error)?;
+        let warm: Option<Vec<f64>> = match &warm_start {
+            Some(bids) => {
+                if dims(bids, "warm_start")? != (jobs, rounds) {
+                    return Err(PyValueError::new_err(format!(
+                        "warm_start: expected shape ({jobs}, {rounds}), got {:?}",
+                        bids.shape()
+                    )));
+                }
+                Some(contiguous(bids, "warm_start")?.to_vec())
+            }
+            None => None,
+        };
+        let settings = SolverSettings {
+            tol,
+            max_iter,
+            method,
+            warmup_iterations,
+            simd: true,
+        };
+        let solution = py
+            .detach(|| market.solve(&settings, warm.as_deref()))
+            .map_err(value_error)?;
+        Ok((
+            matrix(py, jobs, rounds, solution.shares)?,
+            solution.prices.into_pyarray(py),
+            solution.utilities.into_pyarray(py),
+            matrix(py, jobs, rounds, solution.bids)?,
+            solution.objective,
+            solution.dual_bound,
+            solution.gap,
+            solution.iterations,
+            solution.pr_iterations,
+            solution.ipm_iterations,
+            solution.converged,
+        ))
+    })
 }
 
 /// Shift `(jobs, rounds)` bids `elapsed` rounds forward (see `shockwave.market.shift_bids`).
@@ -164,10 +166,12 @@ fn shift_market_bids<'py>(
     bids: PyReadonlyArray2<'py, f64>,
     elapsed: usize,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let (jobs, rounds) = dims(&bids, "bids")?;
-    let shifted =
-        shift_bids(contiguous(&bids, "bids")?, jobs, rounds, elapsed).map_err(value_error)?;
-    matrix(py, jobs, rounds, shifted)
+    crate::guarded(|| {
+        let (jobs, rounds) = dims(&bids, "bids")?;
+        let shifted =
+            shift_bids(contiguous(&bids, "bids")?, jobs, rounds, elapsed).map_err(value_error)?;
+        matrix(py, jobs, rounds, shifted)
+    })
 }
 
 /// Round shares into a boolean schedule (see `shockwave.market.round_schedule`).
@@ -181,41 +185,43 @@ fn round_market_schedule<'py>(
     backfill_order: Option<PyReadonlyArray1<'py, i64>>,
     deficit: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<Bound<'py, PyArray2<bool>>> {
-    let (jobs, rounds) = dims(&shares, "shares")?;
-    let gangs = gang_sizes_u32(contiguous(&gang_sizes, "gang_sizes")?)?;
-    let order: Option<Vec<usize>> = match &backfill_order {
-        Some(order) => Some(
-            contiguous(order, "backfill_order")?
-                .iter()
-                .map(|&i| {
-                    usize::try_from(i).map_err(|_| {
-                        PyValueError::new_err(format!(
-                            "backfill_order: job {i} does not exist (there are {jobs} jobs)"
-                        ))
+    crate::guarded(|| {
+        let (jobs, rounds) = dims(&shares, "shares")?;
+        let gangs = gang_sizes_u32(contiguous(&gang_sizes, "gang_sizes")?)?;
+        let order: Option<Vec<usize>> = match &backfill_order {
+            Some(order) => Some(
+                contiguous(order, "backfill_order")?
+                    .iter()
+                    .map(|&i| {
+                        usize::try_from(i).map_err(|_| {
+                            PyValueError::new_err(format!(
+                                "backfill_order: job {i} does not exist (there are {jobs} jobs)"
+                            ))
+                        })
                     })
-                })
-                .collect::<PyResult<Vec<usize>>>()?,
-        ),
-        None => None,
-    };
-    let deficit: Option<Vec<f64>> = match &deficit {
-        Some(d) => Some(contiguous(d, "deficit")?.to_vec()),
-        None => None,
-    };
-    // Owned copies: the rounding runs without the GIL.
-    let shares = contiguous(&shares, "shares")?.to_vec();
-    let supply = contiguous(&supply, "supply")?.to_vec();
-    let input = RoundingInput {
-        jobs,
-        rounds,
-        shares: &shares,
-        gang_sizes: &gangs,
-        supply: &supply,
-        backfill_order: order.as_deref(),
-        deficit: deficit.as_deref(),
-    };
-    let schedule = py.detach(|| round_schedule(&input)).map_err(value_error)?;
-    matrix(py, jobs, rounds, schedule)
+                    .collect::<PyResult<Vec<usize>>>()?,
+            ),
+            None => None,
+        };
+        let deficit: Option<Vec<f64>> = match &deficit {
+            Some(d) => Some(contiguous(d, "deficit")?.to_vec()),
+            None => None,
+        };
+        // Owned copies: the rounding runs without the GIL.
+        let shares = contiguous(&shares, "shares")?.to_vec();
+        let supply = contiguous(&supply, "supply")?.to_vec();
+        let input = RoundingInput {
+            jobs,
+            rounds,
+            shares: &shares,
+            gang_sizes: &gangs,
+            supply: &supply,
+            backfill_order: order.as_deref(),
+            deficit: deficit.as_deref(),
+        };
+        let schedule = py.detach(|| round_schedule(&input)).map_err(value_error)?;
+        matrix(py, jobs, rounds, schedule)
+    })
 }
 
 /// Add this module's functions and classes to `shockwave._core`.

@@ -35,6 +35,8 @@ budgets:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
@@ -83,6 +85,47 @@ def market_budgets(
         window_seconds: how close to the longest remaining runtime a job must be to be critical.
         round_seconds: round length, seconds.
     """
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is redone just below
+        budgets = _budgets(
+            weight,
+            gang_size,
+            boost,
+            remaining,
+            gang_budgets,
+            remaining_exponent,
+            makespan_weight,
+            window_seconds,
+            round_seconds,
+        )
+        total = float(budgets.sum()) if budgets.shape[0] else 0.0
+    if not math.isfinite(total):
+        # Weights so large that the budgets overflow: only their ratios matter, so rescale.
+        largest = float(weight.max())
+        budgets = _budgets(
+            weight / largest,
+            gang_size,
+            boost,
+            remaining,
+            gang_budgets,
+            remaining_exponent,
+            makespan_weight,
+            window_seconds,
+            round_seconds,
+        )
+    return budgets
+
+
+def _budgets(
+    weight: FloatArray,
+    gang_size: IntArray,
+    boost: FloatArray,
+    remaining: FloatArray,
+    gang_budgets: bool,
+    remaining_exponent: float,
+    makespan_weight: float,
+    window_seconds: float,
+    round_seconds: float,
+) -> FloatArray:
     base = weight * (gang_size.astype(np.float64) if gang_budgets else 1.0) * boost
     if base.shape[0] == 0:
         return base

@@ -19,6 +19,7 @@ Every round (or every ``replan_period`` rounds, and whenever jobs arrive or comp
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -178,8 +179,21 @@ class Shockwave(RoundPolicy):
     stats: PlanningStats = field(default_factory=lambda: PlanningStats(), init=False, repr=False)
 
     def __post_init__(self) -> None:
+        for name in (
+            "makespan_weight", "critical_window_rounds", "remaining_exponent",
+            "fairness_exponent", "rho_max", "max_owed_rounds", "solver_tolerance",
+            "milp_makespan_k", "milp_time_limit",
+        ):  # fmt: skip
+            value = getattr(self, name)
+            if not math.isfinite(value):
+                raise ValueError(f"shockwave: {name} must be finite, got {value!r}")
+        limit = market.MAX_INTERIOR_POINT_ROUNDS
         checks = [
-            ("planning_rounds", self.planning_rounds >= 1, ">= 1"),
+            (
+                "planning_rounds",
+                1 <= self.planning_rounds <= limit,
+                f">= 1 and at most {limit} (the market's dense T x T price system)",
+            ),
             ("makespan_weight", self.makespan_weight >= 0, ">= 0"),
             ("critical_window_rounds", self.critical_window_rounds >= 0, ">= 0"),
             ("remaining_exponent", self.remaining_exponent >= 0, ">= 0"),

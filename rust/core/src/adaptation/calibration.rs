@@ -45,6 +45,27 @@ impl Default for WindowCalibration {
 }
 
 impl WindowCalibration {
+    /// The state as `(measured epochs, last round, samples, factor)` (for persistence).
+    pub(crate) fn parts(&self) -> (f64, u64, u64, f64) {
+        (
+            self.measured_epochs,
+            self.last_round,
+            self.samples,
+            self.factor,
+        )
+    }
+
+    /// The inverse of [`Self::parts`].
+    pub(crate) fn from_parts(parts: (f64, u64, u64, f64)) -> Self {
+        let (measured_epochs, last_round, samples, factor) = parts;
+        Self {
+            measured_epochs,
+            last_round,
+            samples,
+            factor,
+        }
+    }
+
     /// Multiplier applied to every uncalibrated planner duration (1 until a check fails).
     pub fn factor(&self) -> f64 {
         self.factor

@@ -56,6 +56,9 @@
 use super::error::AdaptationError;
 use super::progress::{RoundFiller, Segment};
 
+/// Largest `max_blocks` accepted (each block keeps an `R x R` transition law, `R <= 64`).
+pub const MAX_BLOCKS: usize = 4096;
+
 /// Prior and numerical settings of the `markov` estimator.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MarkovPrior {
@@ -110,8 +113,15 @@ impl MarkovPrior {
         positive("prior_strength", self.strength)?;
         non_negative("backward_share", self.backward_share)?;
         non_negative("jump_decay", self.jump_decay)?;
-        if self.max_blocks == 0 {
-            return Err(AdaptationError::new("max_blocks", "must be >= 1"));
+        if self.max_blocks == 0 || self.max_blocks > MAX_BLOCKS {
+            return Err(AdaptationError::new(
+                "max_blocks",
+                format!(
+                    "must be in [1, {MAX_BLOCKS}] (the recursion keeps a transition law per \
+                     block), got {}",
+                    self.max_blocks
+                ),
+            ));
         }
         Ok(())
     }

@@ -29,6 +29,7 @@
 
 pub mod calibration;
 pub mod dirichlet;
+mod encoding;
 mod error;
 pub mod markov;
 mod models;

@@ -149,6 +149,13 @@ impl Profile {
                 format!("epoch {epoch} lasts {s} s; durations must be finite and > 0"),
             ));
         }
+        let total: f64 = epoch_seconds.iter().sum();
+        if !total.is_finite() {
+            return Err(AdaptationError::new(
+                "epoch_seconds",
+                "the epochs' total duration overflows double precision",
+            ));
+        }
         // Per distinct batch size: (epochs, sum of seconds, sum of rounded seconds).
         let mut sums: Vec<(u64, u64, f64, f64)> = Vec::new();
         for (&bs, &s) in batch_sizes.iter().zip(epoch_seconds) {

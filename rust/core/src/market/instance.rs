@@ -5,13 +5,19 @@
 //! * only *active* jobs take part: a positive budget and at least one *purchasable* entry
 //!   (`a_it > 0` and the gang fits the round, `n_i <= G_t`). Every other job gets nothing;
 //! * budgets are divided by their sum `W` over the jobs whose utility is positive, so prices and
-//!   objective are O(1) whatever the budgets' scale (they are scaled back on output);
+//!   objective are O(1) whatever the budgets' scale (they are scaled back on output). A sum of
+//!   nonnegative numbers overflows only if its value does, so a market whose `W` is not a finite
+//!   double is refused: prices, bids and the objective are reported in budget units, which could
+//!   not hold them;
 //! * each active job's utilities are divided by `s_i = min(ceiling_i, c_i + sum_t a_it)`, its
 //!   largest reachable utility. Eisenberg-Gale is invariant to that (the objective moves by the
 //!   constant `w_i log s_i`, allocation and prices do not move), and afterwards every utility lies
 //!   in `(0, 1]`. A ceiling that cannot bind is dropped; one that can becomes exactly 1;
 //! * valuations are stored as dense rows of `rounds` entries per active job, 0 where the entry
-//!   is not purchasable.
+//!   is not purchasable. An entry that underflows to 0 in the scaling (below about 1e-308 of the
+//!   job's reach) is not purchasable; a job without a ceiling whose reach is beyond double
+//!   precision, or a scaled entry that is not finite (a huge valuation over a tiny ceiling), is
+//!   refused, naming `valuations`.
 
 use super::MarketError;
 
@@ -93,7 +99,6 @@ impl Instance {
         let mut budget_total = 0.0;
         let mut job_of = Vec::new();
         let mut a = Vec::new();
-        let mut round_used = vec![false; rounds];
         for i in 0..jobs {
             let n_i = f64::from(problem.gang_sizes[i]);
             let row = &problem.valuations[i * rounds..(i + 1) * rounds];
@@ -103,15 +108,23 @@ impl Instance {
                 active_job[i] = true;
                 job_of.push(i);
                 for t in 0..rounds {
-                    let keep = purchasable(t);
-                    round_used[t] |= keep;
-                    a.push(if keep { row[t] } else { 0.0 });
+                    a.push(if purchasable(t) { row[t] } else { 0.0 });
                 }
             }
             in_objective[i] = problem.budgets[i] > 0.0 && (active || problem.progress[i] > 0.0);
             if in_objective[i] {
                 budget_total += problem.budgets[i];
             }
+        }
+        if !budget_total.is_finite() {
+            return Err(MarketError::new(
+                "budgets",
+                format!(
+                    "their sum ({budget_total}) overflows double precision; prices, bids and the \
+                     objective are in budget units, so divide the budgets by a common factor \
+                     (only their ratios matter)"
+                ),
+            ));
         }
         let buyers = job_of.len();
         let mut w = Vec::with_capacity(buyers);
@@ -124,6 +137,16 @@ impl Instance {
             let row = &mut a[b * rounds..(b + 1) * rounds];
             let reach: f64 = problem.progress[i] + row.iter().sum::<f64>();
             let ceiling = problem.ceilings[i];
+            if !reach.is_finite() && !ceiling.is_finite() {
+                return Err(MarketError::new(
+                    "valuations",
+                    format!(
+                        "job {i} can reach a utility beyond double precision ({reach}) and has no \
+                         ceiling; scale its valuations down (a job's utilities may be scaled \
+                         freely)"
+                    ),
+                ));
+            }
             let s = reach.min(ceiling);
             let w_b = problem.budgets[i] / budget_total;
             w.push(w_b);
@@ -131,10 +154,28 @@ impl Instance {
             c.push(problem.progress[i] / s);
             ceil.push(if ceiling < reach { 1.0 } else { f64::INFINITY });
             n.push(f64::from(problem.gang_sizes[i]));
-            for a_e in row {
-                *a_e /= s;
+            for (t, a_e) in row.iter_mut().enumerate() {
+                let scaled = *a_e / s;
+                if !scaled.is_finite() {
+                    return Err(MarketError::new(
+                        "valuations",
+                        format!(
+                            "job {i}, round {t}: valuation {:e} over the job's ceiling {s:e} is \
+                             beyond double precision",
+                            *a_e
+                        ),
+                    ));
+                }
+                *a_e = scaled;
             }
             objective_offset += w_b * s.ln();
+        }
+        // Rounds with a purchasable entry (after the scaling, where an entry can underflow).
+        let mut round_used = vec![false; rounds];
+        for b in 0..buyers {
+            for t in 0..rounds {
+                round_used[t] |= a[b * rounds + t] > 0.0;
+            }
         }
         for i in 0..jobs {
             if in_objective[i] && !active_job[i] {
@@ -191,6 +232,12 @@ fn check_finite_nonnegative(argument: &'static str, values: &[f64]) -> Result<()
 /// Check every rule on the inputs; the error names the offending argument.
 pub fn validate(problem: &MarketProblem<'_>) -> Result<(), MarketError> {
     let (jobs, rounds) = (problem.jobs, problem.rounds);
+    if rounds > crate::limits::MAX_ROUNDS {
+        return Err(MarketError::new(
+            "valuations",
+            format!("{rounds} rounds; a window may have at most 2^32"),
+        ));
+    }
     let cells = jobs
         .checked_mul(rounds)
         .ok_or_else(|| MarketError::new("valuations", "jobs x rounds overflows".to_string()))?;

@@ -128,6 +128,17 @@ impl Default for SolverSettings {
     }
 }
 
+/// Longest window (rounds `T`) the interior-point method accepts. Its price system is a dense
+/// `T x T` matrix held twice (16 `T^2` bytes: 64 MiB at this limit) and factored every iteration
+/// (`T^3 / 3` operations, about a second at this limit), on top of `O(N T^2)` per iteration for
+/// assembling it. Proportional response has no limit on `T` (`O(N T)` memory and time per
+/// iteration). The Shockwave policy plans 20 rounds by default.
+pub const MAX_INTERIOR_POINT_ROUNDS: usize = 2048;
+
+/// A warm-start row spending more than this many times its job's budget is scaled down to the
+/// budget (see `normalised_bids`).
+const WARM_SPEND_LIMIT: f64 = 1e3;
+
 /// Default proportional-response iterations before the interior-point method, from a cold and
 /// from a warm start.
 const COLD_WARMUP: usize = 5;
@@ -237,6 +248,19 @@ impl PreparedMarket {
         if settings.max_iter == 0 {
             return Err(MarketError::new("max_iter", "must be at least 1".into()));
         }
+        if settings.method == Method::InteriorPoint && inst.rounds > MAX_INTERIOR_POINT_ROUNDS {
+            return Err(MarketError::new(
+                "valuations",
+                format!(
+                    "{} rounds: the interior-point method solves a dense T x T price system \
+                     (16 T^2 bytes, T^3 / 3 operations per iteration) and takes windows of at \
+                     most {MAX_INTERIOR_POINT_ROUNDS} rounds; use method='proportional_response' \
+                     (memory and time per iteration O(N T)) for longer ones",
+                    inst.rounds
+                ),
+            ));
+        }
+        check_solver_memory(inst, settings.method)?;
         let warm = match warm_start {
             Some(bids) => Some(normalised_bids(inst, bids)?),
             None => None,
@@ -326,6 +350,29 @@ impl PreparedMarket {
     }
 }
 
+/// Work arrays of the solve per entry of the dense `buyers x rounds` layout, in `f64`s (an upper
+/// bound: the instance, the methods' per-entry state, the incumbent and the output).
+const WORK_PER_ENTRY: usize = 24;
+
+/// Refuse a market whose working memory (per-entry arrays, and the interior-point method's
+/// `T x T` price system) does not fit in the machine's available memory.
+fn check_solver_memory(inst: &Instance, method: Method) -> Result<(), MarketError> {
+    let entries = crate::limits::bytes_of(inst.entries(), 8 * WORK_PER_ENTRY);
+    let system = match method {
+        Method::InteriorPoint => inst
+            .rounds
+            .checked_mul(inst.rounds)
+            .and_then(|cells| crate::limits::bytes_of(cells, 16)),
+        Method::ProportionalResponse => Some(0),
+    };
+    let bytes = entries.zip(system).and_then(|(e, s)| e.checked_add(s));
+    let what = format!(
+        "solving a market of {} jobs x {} rounds",
+        inst.jobs, inst.rounds
+    );
+    crate::limits::check_memory(bytes, &what).map_err(|m| MarketError::new("valuations", m))
+}
+
 /// Validate warm-start bids and bring them to normalised budget units.
 fn normalised_bids(inst: &Instance, bids: &[f64]) -> Result<Vec<f64>, MarketError> {
     if bids.len() != inst.jobs * inst.rounds {
@@ -346,11 +393,34 @@ fn normalised_bids(inst: &Instance, bids: &[f64]) -> Result<Vec<f64>, MarketErro
         ));
     }
     let total = inst.budget_total;
-    Ok(if total > 0.0 {
-        bids.iter().map(|b| b / total).collect()
-    } else {
-        vec![0.0; bids.len()]
-    })
+    if total <= 0.0 {
+        return Ok(vec![0.0; bids.len()]);
+    }
+    let mut normalised: Vec<f64> = bids.iter().map(|b| b / total).collect();
+    // A job never spends more than its budget: a row whose bids sum far past it (or overflowed
+    // in the division) is scaled down to spend exactly its budget. Its ratios across rounds are
+    // kept. (A shifted or smoothed warm start may spend a few budgets: it is used as given.)
+    for b in 0..inst.buyers() {
+        let i = inst.job_of[b];
+        let range = i * inst.rounds..(i + 1) * inst.rounds;
+        let row = &mut normalised[range.clone()];
+        let spend: f64 = row.iter().sum();
+        if spend > WARM_SPEND_LIMIT * inst.w[b] {
+            if spend.is_finite() {
+                let factor = inst.w[b] / spend;
+                row.iter_mut().for_each(|x| *x *= factor);
+            } else {
+                // Overflowed: rescale the caller's row by its largest bid first.
+                let original = &bids[range];
+                let largest = original.iter().copied().fold(0.0, f64::max);
+                let relative: f64 = original.iter().map(|x| x / largest).sum();
+                for (x, &o) in row.iter_mut().zip(original) {
+                    *x = o / largest / relative * inst.w[b];
+                }
+            }
+        }
+    }
+    Ok(normalised)
 }
 
 /// Scale the normalised incumbent back to the caller's units and dense layout.
@@ -398,6 +468,14 @@ fn assemble(
     } else {
         (0.0, 0.0)
     };
+    // Converged only with a certificate that is finite in the caller's units too: a gap that is
+    // NaN, or an objective or dual bound that overflowed, certifies nothing.
+    let finite = gap.is_finite()
+        && objective.is_finite()
+        && dual_bound.is_finite()
+        && utilities.iter().all(|u| u.is_finite())
+        && shares.iter().all(|x| x.is_finite())
+        && prices.iter().all(|p| p.is_finite());
     MarketSolution {
         jobs,
         rounds,
@@ -411,7 +489,7 @@ fn assemble(
         iterations: pr_iterations + ipm_iterations,
         pr_iterations,
         ipm_iterations,
-        converged: gap <= tol,
+        converged: finite && gap <= tol,
     }
 }
 
@@ -457,6 +535,12 @@ pub fn shift_bids(
     rounds: usize,
     elapsed: usize,
 ) -> Result<Vec<f64>, MarketError> {
+    if rounds > crate::limits::MAX_ROUNDS {
+        return Err(MarketError::new(
+            "bids",
+            format!("{rounds} rounds; a window may have at most 2^32"),
+        ));
+    }
     if Some(bids.len()) != jobs.checked_mul(rounds) {
         return Err(MarketError::new(
             "bids",

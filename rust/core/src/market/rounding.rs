@@ -41,6 +41,12 @@ pub struct RoundingInput<'a> {
 
 fn validate(input: &RoundingInput<'_>) -> Result<(), MarketError> {
     let (jobs, rounds) = (input.jobs, input.rounds);
+    if rounds > crate::limits::MAX_ROUNDS {
+        return Err(MarketError::new(
+            "shares",
+            format!("{rounds} rounds; a window may have at most 2^32"),
+        ));
+    }
     if Some(input.shares.len()) != jobs.checked_mul(rounds) {
         return Err(MarketError::new(
             "shares",

@@ -1,9 +1,9 @@
 """Real runs: real training processes under the scheduler, on this machine's cores.
 
 Small jobs of the bundled families (two to four seconds of training each) in rounds of a
-second, so that they are preempted, resumed and extended many times. Every job must end with the digest
-of the same job trained alone without interruption, whatever happened to it: preemptions, a
-SIGKILL, a killed scheduler, Ctrl-C. Both executors run (Ray when installed).
+second, so that they are preempted, resumed and extended many times. Every job must end with
+the digest of the same job trained alone without interruption, whatever happened to it:
+preemptions, a SIGKILL, a killed scheduler, Ctrl-C. Both executors run (Ray when installed).
 """
 
 from __future__ import annotations

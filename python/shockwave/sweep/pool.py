@@ -1,8 +1,9 @@
 """Running cells on a local process pool (:mod:`concurrent.futures`).
 
 Each worker is a process of its own (started with ``spawn``: nothing of the parent's threads is
-inherited) that runs one cell at a time; at most one cell per worker is in flight, largest
-first, so the pool stays busy and an interruption has little to throw away. Workers ignore
+inherited) that runs one cell at a time; at most one cell per worker is in flight, in the order
+given (the runner gives the largest workloads first), so the pool stays busy to the end and an
+interruption has little to throw away. Workers ignore
 Ctrl-C: the parent handles it (records what is done, then terminates the workers).
 
 A worker that dies (killed, out of memory) breaks the pool. The cells that were in flight are

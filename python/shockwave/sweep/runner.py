@@ -1,7 +1,8 @@
 """Running a sweep: the cells not yet recorded, on a backend, results appended as they finish.
 
 :func:`run_sweep` lists the spec's cells, skips those already recorded in the output directory
-(by key: an interrupted sweep resumes where it stopped), runs the others on a backend
+(by key: an interrupted sweep resumes where it stopped), runs the others, largest workloads
+first, on a backend
 (:class:`~shockwave.sweep.pool.ProcessPool` or :class:`~shockwave.sweep.ray_backend.RayCluster`)
 and appends the outcomes in batches (every ``flush_seconds`` or ``flush_cells``, and at the end)
 to the datasets of :mod:`shockwave.sweep.dataset`. On Ctrl-C it records what has finished, stops

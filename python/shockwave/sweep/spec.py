@@ -109,8 +109,9 @@ class SweepSpec:
     simulation: tuple[Mapping[str, Any], ...]
 
     def cells(self) -> list[Cell]:
-        """Every simulation of the grid, largest workloads first (then in the spec's order),
-        each once (settings that coincide, such as a default written out, give one cell)."""
+        """Every simulation of the grid in the spec's order (traces, GPUs, mechanics, policies,
+        parameter settings, simulation settings, seeds), each once: settings that coincide,
+        such as a default written out, give one cell."""
         cells: dict[str, Cell] = {}
         for trace in self.traces:
             for gpus, mechanics, policy in itertools.product(
@@ -133,7 +134,7 @@ class SweepSpec:
                         seed=seed,
                     )
                     cells.setdefault(cell.key, cell)
-        return sorted(cells.values(), key=lambda c: -c.jobs)
+        return list(cells.values())
 
 
 def load_spec(path: str | Path) -> SweepSpec:

@@ -21,6 +21,17 @@ from tests.sweep.cases import (
 ray = pytest.importorskip("ray")
 
 
+def test_an_address_nothing_listens_at_is_refused_at_once(
+    equality_spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert not ray.is_initialized()
+    argv = ["sweep", str(equality_spec), "--out", str(tmp_path), "--ray", "--ray-address"]
+    assert main([*argv, "127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert "--ray: cannot reach the Ray cluster at 127.0.0.1:1" in err
+    assert "Traceback" not in err
+
+
 @pytest.fixture(scope="module")
 def ray_instance() -> Iterator[None]:
     """A local Ray instance of two CPUs (two cells at a time on the 2-core CI machine)."""

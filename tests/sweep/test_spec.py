@@ -222,3 +222,9 @@ def test_an_output_path_that_is_a_file_is_refused(
     (tmp_path / "file").write_text("x")
     assert main(["sweep", str(spec), "--out", str(tmp_path / "file")]) == 4
     assert "exists and is not a directory" in capsys.readouterr().err
+
+
+def test_the_readme_example_spec_is_valid() -> None:
+    spec = load_spec(REPO / "examples" / "sweep.toml")
+    assert len(spec.cells()) == 15
+    assert spec.traces[0].source.describe() == str(TRACE)  # relative to the spec

@@ -203,6 +203,10 @@ def _run(spec: SweepSpec, out: Path, backend: Backend, args: argparse.Namespace)
         summary = run_sweep(
             spec, out, backend, retry_failed=args.retry_failed, flush_seconds=args.flush_every
         )
+    except RuntimeError as exc:
+        if type(exc).__name__ != "RayUnavailableError":  # its module imports Ray: not here
+            raise
+        raise UsageError(f"--ray: {exc}") from None
     except BlockingIOError:
         raise OutputError(f"--out {out}: another sweep is writing into it") from None
     except OSError as exc:

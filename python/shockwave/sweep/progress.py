@@ -69,6 +69,6 @@ class SweepProgress:
         """End the display (a final line when not on a terminal)."""
         if self.tty and self._shown:
             self.stream.write("\n")
-        elif not self.tty and self.total:
+        elif not self.tty and self.done:
             self.stream.write(self.line() + "\n")
         self.stream.flush()

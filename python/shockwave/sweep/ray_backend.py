@@ -15,6 +15,7 @@ on. An interruption cancels the tasks in flight.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,11 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError("--ray needs Ray: pip install 'shockwave[ray]'") from exc
 
+
+class RayUnavailableError(RuntimeError):
+    """Ray could not be started, or the cluster at the address could not be joined."""
+
+
 #: Tasks in flight per CPU of the cluster.
 TASKS_PER_CPU = 2
 
@@ -34,6 +40,19 @@ TASKS_PER_CPU = 2
 @ray.remote(num_cpus=1, max_retries=1)
 def _run_cell(cell: Cell, shipped: Mapping[str, bytes]) -> CellOutcome:
     return execute(cell, shipped)
+
+
+def _check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Refuse a ``host:port`` address nothing listens at (Ray itself would retry for minutes,
+    deaf to Ctrl-C); other forms (``auto``, ``ray://...``) are left to Ray."""
+    host, colon, port = address.rpartition(":")
+    if not colon or not host or "/" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise RayUnavailableError(f"cannot reach the Ray cluster at {address} ({reason})") from None
 
 
 class RayCluster:
@@ -56,13 +75,25 @@ class RayCluster:
 
         Closing the iterator early (or an exception while it waits) cancels the tasks in
         flight.
+
+        Raises:
+            RayUnavailableError: when Ray cannot start or the cluster cannot be joined.
         """
         started = False
         if not ray.is_initialized():
             if self.address is not None:
-                ray.init(address=self.address, log_to_driver=False)
-            else:
-                ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False)
+                _check_reachable(self.address)
+            try:
+                if self.address is not None:
+                    ray.init(address=self.address, log_to_driver=False)
+                else:
+                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False)
+            except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
+                first = (str(exc).strip().splitlines() or [""])[0]
+                where = f"join the Ray cluster at {self.address}" if self.address else "start Ray"
+                raise RayUnavailableError(
+                    f"cannot {where} ({type(exc).__name__}: {first})"
+                ) from None
             started = True
         in_flight: dict[Any, Cell] = {}
         try:

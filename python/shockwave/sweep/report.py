@@ -12,7 +12,8 @@ policy setting, the mean of the per-seed ratios and their range. Wall time is a 
 shown apart from the metrics and never as a ratio. Failed cells are listed with their error.
 
 When the directory has a manifest (``sweep.json``, written by ``shockwave sweep``), the report
-covers the cells of the sweep last run there, in its order; otherwise every recorded cell.
+covers the cells of the sweep last run there, in its order; otherwise every recorded cell. The
+tables over seeds come first, then one per trace.
 """
 
 from __future__ import annotations
@@ -250,23 +251,6 @@ def render_markdown(
     if plot_note:
         lines += [plot_note, ""]
     header = ["policy", *(title for _, title, _, _ in METRICS), "wall (s)"]
-    for group in groups:
-        lines += [f"## {group.title}", ""]
-        body = []
-        for _, row in group.rows.iterrows():
-            cells = [_config_label(row)]
-            for column, _, fmt, scale in METRICS:
-                ratio = None
-                if group.baseline is not None and row.key != group.baseline.key:
-                    ratio = _ratio(float(row[column]), float(group.baseline[column]))
-                cells.append(_cell(float(row[column]), fmt, scale, ratio))
-            cells.append(f"{float(row.timing_wall_seconds):.2f}")
-            body.append(cells)
-        lines += _markdown_table(header, body)
-        if group.baseline is None:
-            lines += ["", f"(`{baseline}` did not run here: no ratios.)"]
-        lines += [""] + [f"![{image}]({image})" for image in images.get(group.slug, [])]
-        lines.append("")
     for title, slug, table in families:
         lines += [f"## {title}", "", "Mean over seeds (ratio: mean of the per-seed ratios, "
                   "and their range).", ""]  # fmt: skip
@@ -283,6 +267,23 @@ def render_markdown(
             body.append(cells)
         lines += _markdown_table(header[:-1], body)
         lines += [""] + [f"![{image}]({image})" for image in images.get(slug, [])]
+        lines.append("")
+    for group in groups:
+        lines += [f"## {group.title}", ""]
+        body = []
+        for _, row in group.rows.iterrows():
+            cells = [_config_label(row)]
+            for column, _, fmt, scale in METRICS:
+                ratio = None
+                if group.baseline is not None and row.key != group.baseline.key:
+                    ratio = _ratio(float(row[column]), float(group.baseline[column]))
+                cells.append(_cell(float(row[column]), fmt, scale, ratio))
+            cells.append(f"{float(row.timing_wall_seconds):.2f}")
+            body.append(cells)
+        lines += _markdown_table(header, body)
+        if group.baseline is None:
+            lines += ["", f"(`{baseline}` did not run here: no ratios.)"]
+        lines += [""] + [f"![{image}]({image})" for image in images.get(group.slug, [])]
         lines.append("")
     if not failed.empty:
         lines += ["## Failed cells", ""]

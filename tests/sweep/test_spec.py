@@ -114,7 +114,7 @@ BAD_SPECS = [
     ('policies = ["fifo"]\n[simulation]\nround = 3\n' + GENERATED,
      "simulation.round: unknown simulation setting 'round'"),
     ('policies = ["shockwave"]\n' + GENERATED + "[params.shockwave]\nwindow = [3]\n",
-     "params.shockwave.window: unknown parameter of 'shockwave' 'window'"),
+     "params.shockwave.window: policy 'shockwave' has no parameter 'window' (its parameters: "),
     ('policies = ["fifo"]\n' + GENERATED + "[params.gavel]\nx = 1\n",
      "params.gavel: policy 'gavel' is not in policies"),
     ('policies = ["fifo", "lottery"]\n' + GENERATED, "policies[1]: unknown policy 'lottery'"),

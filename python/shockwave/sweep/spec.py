@@ -383,7 +383,13 @@ def _parameters(
 def _grid(path: Path, where: str, grid: dict[str, Any], policy: str) -> Iterator[dict[str, Any]]:
     """Every combination of one parameter grid, checked and normalised (defaults dropped)."""
     known = policy_parameters(policy)
-    _check_keys(path, where, grid, tuple(known), what=f"parameter of {policy!r}")
+    unknown = sorted(set(grid) - set(known))
+    if unknown:
+        raise SpecError(
+            path, f"{where}.{unknown[0]}",
+            f"policy {policy!r} has no parameter {unknown[0]!r} (its parameters: "
+            f"{', '.join(known) or 'none'})",
+        )  # fmt: skip
     axes = {k: _axis(path, f"{where}.{k}", v) for k, v in grid.items()}
     for values in itertools.product(*axes.values()):
         setting = dict(zip(axes, values, strict=True))

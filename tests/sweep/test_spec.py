@@ -161,6 +161,10 @@ BAD_SPECS = [
      "simulation: round_seconds must be > 0"),
     ('policies = ["fifo"]\nmechanics = ["gavel"]\n[simulation]\nthroughput_noise = 0.1\n'
      + GENERATED, "simulation: throughput_noise is supported by the exact mechanics only"),
+    ('policies = ["ossp"]\n' + GENERATED + "[params.ossp]\ntolerance = inf\n",
+     "params.ossp.tolerance: must be a finite number, got inf"),
+    ('policies = ["fifo"]\n' + GENERATED.replace("seed = 1", "min_duration_hours = nan"),
+     "traces[0].generate.min_duration_hours: must be finite"),
     ('policies = ["fifo"\n', "not valid TOML"),
 ]  # fmt: skip
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import itertools
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -298,8 +299,7 @@ def _generated(path: Path, where: str, table: dict[str, Any]) -> list[TraceEntry
     fields.pop("seed", None)
     gpus = tuple(_integers(path, f"{where}.gpus", table.get("gpus", spec["gpus"]), low=1))
     _no_repeats(path, f"{where}.gpus", gpus)
-    entries = []
-    family = table.get("name") or _generated_label(fields)
+    checked = []
     for seed in seeds:
         source = GeneratedTrace({**fields, "seed": seed}, throughputs)
         try:
@@ -308,8 +308,12 @@ def _generated(path: Path, where: str, table: dict[str, Any]) -> list[TraceEntry
         except GeneratorParameterError as exc:
             raise SpecError(path, f"{here}.{exc.parameter}", exc.reason) from None
         _check_gangs(path, where, parameters, gpus)
-        label = f"{family} (seed {seed})"
-        entries.append(TraceEntry(label, family, seed, source, parameters.jobs, gpus))
+        checked.append((seed, source, parameters.jobs))
+    family = table.get("name") or _generated_label(fields)  # the values are checked now
+    entries = [
+        TraceEntry(f"{family} (seed {seed})", family, seed, source, jobs, gpus)
+        for seed, source, jobs in checked
+    ]
     return entries
 
 
@@ -391,6 +395,10 @@ def _grid(path: Path, where: str, grid: dict[str, Any], policy: str) -> Iterator
             f"{', '.join(known) or 'none'})",
         )  # fmt: skip
     axes = {k: _axis(path, f"{where}.{k}", v) for k, v in grid.items()}
+    for key, axis in axes.items():
+        for v in axis:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise SpecError(path, f"{where}.{key}", f"must be a finite number, got {v!r}")
     for values in itertools.product(*axes.values()):
         setting = dict(zip(axes, values, strict=True))
         try:

@@ -30,7 +30,7 @@ from shockwave.sweep.runner import Backend, SweepSummary, render_summary, run_sw
 from shockwave.sweep.spec import SpecError, SweepSpec, load_spec
 
 _SWEEP_USAGE = """shockwave sweep SPEC.toml --out DIR [--workers N | --ray [--ray-address A]]
-                       [--retry-failed]
+                       [--retry-failed] [--flush-every SECONDS]
        shockwave sweep report DIR [--baseline POLICY] [--no-figures]"""
 
 

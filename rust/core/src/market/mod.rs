@@ -141,15 +141,7 @@ impl PreparedMarket {
         warm_start: Option<&[f64]>,
     ) -> Result<MarketSolution, MarketError> {
         let inst = &self.inst;
-        if !(settings.tol.is_finite() && settings.tol > 0.0) {
-            return Err(MarketError::new(
-                "tol",
-                format!("must be positive and finite, got {}", settings.tol),
-            ));
-        }
-        if settings.max_iter == 0 {
-            return Err(MarketError::new("max_iter", "must be at least 1"));
-        }
+        settings.validate()?;
         if settings.method == Method::InteriorPoint && inst.rounds > MAX_INTERIOR_POINT_ROUNDS {
             return Err(MarketError::new(
                 "valuations",

@@ -72,6 +72,26 @@ pub struct SolverSettings {
     pub simd: bool,
 }
 
+impl SolverSettings {
+    /// Check the settings; errors name the field (`tol` positive and finite, `max_iter` at
+    /// least 1).
+    ///
+    /// # Errors
+    /// A [`MarketError`] naming `tol` or `max_iter`.
+    pub fn validate(&self) -> Result<(), MarketError> {
+        if !(self.tol.is_finite() && self.tol > 0.0) {
+            return Err(MarketError::new(
+                "tol",
+                format!("must be positive and finite, got {}", self.tol),
+            ));
+        }
+        if self.max_iter == 0 {
+            return Err(MarketError::new("max_iter", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
 impl Default for SolverSettings {
     fn default() -> Self {
         Self {

@@ -1,10 +1,8 @@
 """Reference material for the market tests and benchmarks (not part of the package).
 
-* :func:`random_market`: the benchmark recipe, jobs whose rounds are nearly interchangeable (the
-  hard case for proportional response), as the Shockwave policy produces them: progress in
-  [0, 0.9), valuations growing slowly over the window (batch sizes grow), ceilings at 1, budgets
-  3^k for k in 0..5, gangs of 1, 2, 4 or 8 GPUs, a third of the requested GPUs available.
-* :func:`next_round_market`: the same market one round later, after the plan's first round ran.
+* :class:`Market`, :func:`random_market`, :func:`next_round_market`: the benchmark recipe and
+  its next round, from :mod:`shockwave.testing` (re-exported here for the tests and benches that
+  import them from this module).
 * :func:`policy_markets`: every market the Shockwave policy solves while it schedules a trace
   (default: the canonical 120-job trace on 32 GPUs), with the job identifiers, for warm-start
   measurements.
@@ -16,68 +14,24 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from shockwave.market import MarketSolution, solve
+from shockwave.market import MarketSolution
+from shockwave.testing import Market, next_round_market, random_market
 
-
-@dataclass(frozen=True)
-class Market:
-    """Inputs of :func:`shockwave.market.solve` (see its documentation for units)."""
-
-    valuations: NDArray[np.float64]
-    gang_sizes: NDArray[np.int64]
-    supply: NDArray[np.float64]
-    budgets: NDArray[np.float64]
-    progress: NDArray[np.float64]
-    ceilings: NDArray[np.float64]
-
-    @property
-    def jobs(self) -> int:
-        return int(self.valuations.shape[0])
-
-    @property
-    def rounds(self) -> int:
-        return int(self.valuations.shape[1])
-
-    def solve(self, **settings: Any) -> MarketSolution:
-        """:func:`shockwave.market.solve` on this market."""
-        return solve(
-            self.valuations,
-            self.gang_sizes,
-            self.supply,
-            budgets=self.budgets,
-            progress=self.progress,
-            ceilings=self.ceilings,
-            **settings,
-        )
-
-
-def random_market(jobs: int, rounds: int, seed: int) -> Market:
-    """The benchmark recipe (see the module documentation)."""
-    rng = np.random.default_rng(seed)
-    gangs = rng.choice([1, 2, 4, 8], size=jobs, p=[0.6, 0.2, 0.12, 0.08])
-    progress = rng.uniform(0.0, 0.9, jobs)
-    rounds_to_finish = np.exp(rng.uniform(np.log(3.0), np.log(300.0), jobs))
-    growth = rng.uniform(0.0, 0.5, jobs)[:, None] * np.arange(rounds)[None, :] / max(rounds, 1)
-    noise = rng.uniform(0.95, 1.05, (jobs, rounds))
-    valuations = ((1.0 - progress) / rounds_to_finish)[:, None] * (1.0 + growth) * noise
-    budgets = 3.0 ** rng.integers(0, 6, jobs)
-    supply = np.full(rounds, max(8.0, float(gangs.sum() // 3)))
-    return Market(valuations, gangs.astype(np.int64), supply, budgets, progress, np.ones(jobs))
-
-
-def next_round_market(market: Market, first_round_shares: NDArray[np.float64]) -> Market:
-    """The market one round later: each job progressed by what it ran of round 0 (capped below
-    its ceiling), and the window moved on (the new last round repeats the old last one)."""
-    gained = market.valuations[:, 0] * first_round_shares
-    progress = np.minimum(market.progress + gained, 0.99 * market.ceilings)
-    valuations = np.concatenate([market.valuations[:, 1:], market.valuations[:, -1:]], axis=1)
-    return replace(market, valuations=valuations, progress=progress)
+__all__ = [
+    "Market",
+    "OracleResult",
+    "PolicyMarket",
+    "next_round_market",
+    "oracle_solve",
+    "policy_markets",
+    "random_market",
+]
 
 
 @dataclass(frozen=True)

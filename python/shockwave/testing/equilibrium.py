@@ -79,10 +79,17 @@ def check_equilibrium(
 ) -> list[str]:
     """The equilibrium invariants ``shares`` violate in the market of the other arguments.
 
+    The market's arguments are those of :func:`shockwave.market.solve` (same shapes, defaults
+    and units).
+
     Args:
-        valuations, gang_sizes, supply, budgets, progress, ceilings: the market, as for
-            :func:`shockwave.market.solve` (same shapes, defaults and units).
+        valuations: ``(N, T)`` ``a_it >= 0``.
+        gang_sizes: ``(N,)`` GPUs per job.
+        supply: GPUs per round, a scalar or ``(T,)``.
         shares: ``(N, T)`` the shares to judge (for example ``market.solve(...).shares``).
+        budgets: ``(N,)`` budgets (default 1 each).
+        progress: ``(N,)`` utility already earned (default 0).
+        ceilings: ``(N,)`` utility ceilings (default 1).
         tol: the relative tolerance of ``optimality`` and ``market clearing`` (``> 0``).
         prices: ``(T,)`` prices to try as well (in budget units, for example the solver's
             ``solution.prices``). The bound is computed here whatever prices it uses, and any

@@ -173,8 +173,19 @@ def predict_remaining(
     estimator: str | None = None,
     epoch_fraction: float = 0.0,
     round_durations: bool | None = None,
-) -> tuple[float, float]:
-    """Remaining runtime (mean, std) of one job, seconds."""
+) -> RemainingRuntime:
+    """Remaining runtime of one job, seconds."""
+
+@final
+class RemainingRuntime:
+    """The remaining runtime of one job."""
+
+    @property
+    def mean_seconds(self) -> float:
+        """Expected remaining runtime if served continuously, seconds."""
+    @property
+    def std_seconds(self) -> float:
+        """Its standard deviation, seconds."""
 
 # --- market (rust/python/src/market.rs; called through shockwave.market) ---
 

@@ -446,7 +446,7 @@ def predict_remaining(
         InputError: naming the argument.
     """
     regimes = mapping(epoch_seconds_by_batch_size, "epoch_seconds_by_batch_size", _REGIMES)
-    return _core.predict_remaining(
+    remaining = _core.predict_remaining(
         int_array(batch_sizes_so_far, "batch_sizes_so_far"),
         int_array(list(regimes.keys()), "epoch_seconds_by_batch_size"),
         float_array(list(regimes.values()), "epoch_seconds_by_batch_size"),
@@ -455,6 +455,7 @@ def predict_remaining(
         epoch_fraction=real(epoch_fraction, "epoch_fraction"),
         round_durations=bool(round_durations),
     )
+    return remaining.mean_seconds, remaining.std_seconds
 
 
 def runtime_regimes(job: Job, throughputs: ThroughputTable) -> dict[int, float]:

@@ -10,7 +10,7 @@ value in the form the core takes (C-contiguous float64 or int64 arrays, Python s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeGuard, TypeVar
+from typing import Any, Literal, TypeGuard, TypeVar, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,16 +42,24 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 Option = TypeVar("Option", bound=str)
 
 
-def is_integer(value: object, *, numpy: bool = True) -> TypeGuard[int | np.integer[Any]]:
+@overload
+def is_integer(value: object, *, numpy: Literal[False]) -> TypeGuard[int]: ...
+@overload
+def is_integer(value: object, *, numpy: bool = True) -> TypeGuard[int | np.integer[Any]]: ...
+def is_integer(value: object, *, numpy: bool = True) -> bool:
     """Whether ``value`` is an integer: a Python ``int`` (not a ``bool``) or, with ``numpy``, a
     numpy integer scalar."""
     kinds: tuple[type, ...] = (int, np.integer) if numpy else (int,)
     return isinstance(value, kinds) and not isinstance(value, bool)
 
 
+@overload
+def is_number(value: object, *, numpy: Literal[False]) -> TypeGuard[int | float]: ...
+@overload
 def is_number(
     value: object, *, numpy: bool = True
-) -> TypeGuard[int | float | np.integer[Any] | np.floating[Any]]:
+) -> TypeGuard[int | float | np.integer[Any] | np.floating[Any]]: ...
+def is_number(value: object, *, numpy: bool = True) -> bool:
     """Whether ``value`` is a real number: an ``int`` or ``float`` (not a ``bool``) or, with
     ``numpy``, a numpy integer or floating scalar."""
     kinds: tuple[type, ...] = (int, float, np.integer, np.floating) if numpy else (int, float)

@@ -13,6 +13,8 @@ from typing import Literal
 
 import numpy as np
 
+from shockwave.arguments import is_integer
+
 #: The two simulator mechanics. ``exact`` follows each job's per-epoch profile exactly and asks the
 #: policy every round; ``gavel`` reproduces the original simulator, quirks included.
 Mechanics = Literal["exact", "gavel"]
@@ -82,7 +84,7 @@ class SimulationConfig:
             value = getattr(self, name)
             if isinstance(value, np.integer):
                 object.__setattr__(self, name, int(value))
-        if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
+        if not is_integer(self.gpus, numpy=False) or self.gpus < 1:
             raise ValueError(f"gpus must be an integer >= 1, got {self.gpus!r}")
         if self.mechanics not in MECHANICS:
             raise ValueError(f"mechanics must be one of {MECHANICS}, got {self.mechanics!r}")
@@ -108,7 +110,7 @@ class SimulationConfig:
         _check_number("recompute_interval_seconds", self.recompute_interval_seconds, positive=False)
         if self.throughput_noise > 0 and self.mechanics == "gavel":
             raise ValueError("throughput_noise is supported by the exact mechanics only")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+        if not is_integer(self.seed, numpy=False) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
         if self.max_rounds is not None and (
             isinstance(self.max_rounds, bool)

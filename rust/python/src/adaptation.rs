@@ -515,8 +515,16 @@ impl PyJobModels {
     }
 }
 
-/// Remaining runtime `(mean, std)` of one job, seconds (defaults: the core's estimator and
-/// settings).
+/// The remaining runtime of one job (`predict_remaining`).
+#[pyclass(name = "RemainingRuntime", module = "shockwave._core", frozen, get_all)]
+pub struct PyRemainingRuntime {
+    /// Expected remaining runtime if served continuously, seconds.
+    mean_seconds: f64,
+    /// Its standard deviation, seconds.
+    std_seconds: f64,
+}
+
+/// Remaining runtime of one job, seconds (defaults: the core's estimator and settings).
 #[pyfunction]
 #[pyo3(signature = (
     batch_sizes_so_far, regime_batch_sizes, regime_seconds, total_epochs, *,
@@ -530,7 +538,7 @@ fn predict_remaining(
     estimator: Option<&str>,
     epoch_fraction: f64,
     round_durations: Option<bool>,
-) -> PyResult<(f64, f64)> {
+) -> PyResult<PyRemainingRuntime> {
     guarded(|| {
         let estimator = match estimator {
             Some(name) => name.parse()?,
@@ -541,7 +549,7 @@ fn predict_remaining(
             round_durations: round_durations.unwrap_or(defaults.round_durations),
             ..defaults
         };
-        Ok(core_predict_remaining(
+        let (mean_seconds, std_seconds) = core_predict_remaining(
             &to_vec(&batch_sizes_so_far),
             &to_vec(&regime_batch_sizes),
             &to_vec(&regime_seconds),
@@ -549,7 +557,11 @@ fn predict_remaining(
             epoch_fraction,
             estimator,
             &settings,
-        )?)
+        )?;
+        Ok(PyRemainingRuntime {
+            mean_seconds,
+            std_seconds,
+        })
     })
 }
 
@@ -559,6 +571,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPrediction>()?;
     m.add_class::<PyJobState>()?;
     m.add_class::<PyJobModels>()?;
+    m.add_class::<PyRemainingRuntime>()?;
     m.add_function(wrap_pyfunction!(predict_remaining, m)?)?;
     let estimators: Vec<&str> = Estimator::ALL.iter().map(|e| e.name()).collect();
     m.add("ESTIMATORS", PyTuple::new(m.py(), estimators)?)?;

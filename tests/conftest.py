@@ -36,10 +36,13 @@ TACC = TRACES / "tacc_throughputs.json"
 
 if os.environ.get("SHOCKWAVE_SOURCE_TREE"):
     _source = Path(os.environ["SHOCKWAVE_SOURCE_TREE"]).resolve()
-    for _what, _path in (("shockwave", shockwave.__file__), ("the tests", __file__)):
-        if _source in Path(_path).resolve().parents:
+    for _what, _path, _tree in (
+        ("shockwave", shockwave.__file__, _source / "python"),
+        ("the tests", __file__, _source / "tests"),
+    ):
+        if _tree in Path(_path).resolve().parents:
             raise pytest.UsageError(
-                f"{_what} imported from the source tree {_source} ({_path}): this run must test "
+                f"{_what} imported from the source tree {_tree} ({_path}): this run must test "
                 "the installed package from a copy of the tests"
             )
 

@@ -49,3 +49,24 @@ class JobFieldError(ValueError):
         self.field = field
         self.reason = reason
         super().__init__(f"job {job_id!r}: field {field!r}: {reason}")
+
+
+class InputError(ValueError):
+    """An argument of the market solver or the adaptation model is invalid.
+
+    Raised for every input the Rust core (or its Python wrappers) rejects, so that code can
+    handle it by the argument it concerns. ``str(error)`` is ``"argument: reason"``.
+
+    Attributes:
+        argument: name of the offending argument or field, as in the Python API (for example
+            ``"valuations"``, ``"epochs_done"``).
+        reason: what is wrong with it (naming the job or entry where there is one).
+    """
+
+    def __init__(self, argument: str, reason: str) -> None:
+        super().__init__(argument, reason)
+        self.argument = argument
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.argument}: {self.reason}"

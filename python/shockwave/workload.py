@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.arguments import is_integer
 from shockwave.catalog import ADAPTATION_MODES, AdaptationMode
 from shockwave.errors import JobFieldError
 from shockwave.job.spec import RunSpec
@@ -138,7 +139,7 @@ def _check_job(job: Job) -> None:
     def bad(field_name: str, reason: str) -> JobFieldError:
         return JobFieldError(job.job_id, field_name, reason)
 
-    if isinstance(job.job_id, bool) or not isinstance(job.job_id, (int, np.integer)):
+    if not is_integer(job.job_id):
         raise bad("id", f"must be an integer, got {job.job_id!r}")
     if not -INT64_MAX - 1 <= job.job_id <= INT64_MAX:
         raise bad("id", f"must fit in a signed 64-bit integer, got {job.job_id!r}")
@@ -147,7 +148,7 @@ def _check_job(job: Job) -> None:
             "arrival_time",
             f"must be finite and >= 0 (at most {MAX_SECONDS:g} s), got {job.arrival_time!r}",
         )
-    if isinstance(job.gang_size, bool) or not isinstance(job.gang_size, (int, np.integer)):
+    if not is_integer(job.gang_size):
         raise bad("gang_size", f"must be an integer, got {job.gang_size!r}")
     if not 1 <= job.gang_size <= INT64_MAX:
         raise bad("gang_size", f"must be >= 1 GPU (and fit in 64 bits), got {job.gang_size}")

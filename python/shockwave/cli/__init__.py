@@ -16,14 +16,20 @@ import traceback
 from collections.abc import Sequence
 
 from shockwave import __version__
-from shockwave.cli import cluster_commands, exit_codes, simulate_commands, trace_commands
+from shockwave.cli import (
+    bench_commands,
+    cluster_commands,
+    exit_codes,
+    simulate_commands,
+    trace_commands,
+)
 from shockwave.cli.exit_codes import CliError
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.sim.errors import PolicyOutputError, SimulationStalledError
 from shockwave.traces.generator_parameters import GeneratorParameterError
 
 #: Modules that add sub-commands: each has ``register(subparsers)``.
-COMMAND_MODULES = (trace_commands, simulate_commands, cluster_commands)
+COMMAND_MODULES = (trace_commands, simulate_commands, cluster_commands, bench_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.arguments import is_integer
 from shockwave.atomic import atomic_writer
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.job.spec import RunSpec
@@ -134,7 +135,7 @@ def decode_epochs(value: Any, name: str) -> list[Any] | npt.NDArray[Any]:
     if not all(isinstance(run, list) and len(run) == 2 for run in runs):
         raise ValueError("every run must be a [value, count] pair")
     counts = [run[1] for run in runs]
-    if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
+    if any(not is_integer(c, numpy=False) or c < 1 for c in counts):
         raise ValueError("run counts must be integers >= 1")
     if sum(counts) > MAX_EPOCHS_PER_JOB:
         raise ValueError(
@@ -268,7 +269,7 @@ def _check_header(obj: dict[str, Any], path: str | PathLike[str]) -> dict[str, A
             path=path, line=1, field="version",
         )  # fmt: skip
     count = obj.get("jobs")
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+    if not is_integer(count, numpy=False) or count < 0:
         raise TraceError(f"must be a job count, got {count!r}", path=path, line=1, field="jobs")
     unknown = set(obj) - {"format", "version", "jobs", "source", "throughputs"}
     if unknown:
@@ -300,7 +301,7 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
                 f"has {len(value)} entries but 'epochs' is {epochs}",
                 path=path, line=number, field=key,
             )  # fmt: skip
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+    if not is_integer(epochs, numpy=False) or epochs < 1:
         raise TraceError(
             f"must be an integer >= 1, got {epochs!r}", path=path, line=number, field="epochs"
         )

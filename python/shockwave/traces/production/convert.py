@@ -1,0 +1,399 @@
+"""Converting a production trace into a native workload, streaming.
+
+The input is read once. Every job is tested against the filters
+(:data:`~shockwave.traces.production.options.DROP_REASONS`) as it is read; the jobs that pass
+are written, compactly (``marshal``), to a temporary spool file (unlinked at once: nothing is
+left behind, even after a crash), while the pass finds the origin of arrivals (the earliest
+submission in the submission window: the whole input without ``--start``/``--end``) and, with
+``--max-jobs``, the latest submission kept. A second pass over the spool then writes each kept
+job to the output as soon as it is read back, its arrival its submission minus the origin, its
+profile from the seeded rule (:mod:`shockwave.traces.production.assignment`). Memory holds one
+job at a time (and, with ``--max-jobs``, one number per job that passes the other filters; for
+PAI, the task table's summary per GPU job), never the whole input or output; the spool takes
+about 100 bytes of disk per kept job. Jobs keep the input's order.
+"""
+
+from __future__ import annotations
+
+import marshal
+import math
+import tempfile
+from array import array
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from shockwave.errors import JobFieldError, TraceError
+from shockwave.limits import MIN_EPOCH_SECONDS
+from shockwave.throughputs import ThroughputTable
+from shockwave.traces.gavel_format import load_throughputs
+from shockwave.traces.native import write_native_jobs
+from shockwave.traces.production.assignment import JobAssigner, NoJobTypeError, job_uniforms
+from shockwave.traces.production.fields import Where, format_datetime
+from shockwave.traces.production.helios import HeliosReader
+from shockwave.traces.production.options import (
+    DROP_REASONS,
+    ConversionOptionError,
+    ConversionOptions,
+)
+from shockwave.traces.production.pai import PaiReader
+from shockwave.traces.production.philly import PhillyReader
+from shockwave.traces.production.records import SourceJob, SourceReader, SourceSchema
+from shockwave.traces.production.tiresias import TiresiasReader
+from shockwave.workload import Job, Workload
+
+#: The sources ``trace convert --from`` reads.
+SOURCES: tuple[str, ...] = ("philly", "helios", "pai", "tiresias")
+
+
+def open_source(source: str, path: str | PathLike[str]) -> SourceReader:
+    """The reader of a production trace: ``source`` one of :data:`SOURCES`, ``path`` the
+    directory as unpacked from the release or the table file itself.
+
+    Raises:
+        ConversionOptionError: for an unknown source.
+        TraceError: if the files are not there.
+    """
+    readers: dict[str, type[PhillyReader | HeliosReader | PaiReader | TiresiasReader]] = {
+        "philly": PhillyReader,
+        "helios": HeliosReader,
+        "pai": PaiReader,
+        "tiresias": TiresiasReader,
+    }
+    if source not in readers:
+        raise ConversionOptionError(
+            "--from", f"must be one of {', '.join(SOURCES)}, got {source!r}"
+        )
+    return readers[source](path)
+
+
+@dataclass(frozen=True)
+class ConversionReport:
+    """What a conversion read, kept and dropped (the native header's ``conversion`` object).
+
+    Attributes:
+        source: ``philly``, ``helios``, ``pai`` or ``tiresias``.
+        input: the path given.
+        files: the files read.
+        read: jobs in the input.
+        kept: jobs written.
+        dropped: jobs not written, per reason (:data:`DROP_REASONS`, every reason listed).
+        origin: the submission time that is arrival 0, as the trace writes times.
+        seed, mode, throughputs: the assignment's settings (``throughputs``: the table's source).
+        filters: the filters given.
+    """
+
+    source: str
+    input: str
+    files: tuple[str, ...]
+    read: int
+    kept: int
+    dropped: dict[str, int]
+    origin: str | float
+    seed: int
+    mode: str
+    throughputs: str
+    filters: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, as written in the native header."""
+        return {
+            "from": self.source,
+            "input": self.input,
+            "files": list(self.files),
+            "read": self.read,
+            "kept": self.kept,
+            "dropped": dict(self.dropped),
+            "origin": self.origin,
+            "seed": self.seed,
+            "mode": self.mode,
+            "throughputs": self.throughputs,
+            "filters": dict(self.filters),
+        }
+
+    def render(self) -> str:
+        """A few lines for the command line."""
+        return render_conversion(self.to_dict())
+
+
+def render_conversion(conversion: Mapping[str, Any]) -> str:
+    """Human-readable lines of a native header's ``conversion`` object (also ``trace
+    inspect``'s)."""
+    dropped = conversion.get("dropped", {})
+    reasons = [f"{DROP_REASONS.get(r, r)}: {n:,}" for r, n in dropped.items() if n]
+    total = sum(dropped.values())
+    lines = [
+        f"source:               {conversion.get('from', '?')} trace {conversion.get('input', '?')}"
+        f" (seed {conversion.get('seed', '?')}, mode {conversion.get('mode', '?')}, "
+        f"throughputs {conversion.get('throughputs', '?')})",
+        f"jobs read:            {conversion.get('read', 0):,}; kept {conversion.get('kept', 0):,},"
+        f" dropped {total:,}",
+    ]
+    if reasons:
+        lines.append(f"dropped:              {'; '.join(reasons)}")
+    if conversion.get("filters"):
+        given = ", ".join(f"{k}={v}" for k, v in conversion["filters"].items())
+        lines.append(f"filters:              {given}")
+    lines.append(f"arrival 0:            submission at {conversion.get('origin', '?')}")
+    return "\n".join(lines)
+
+
+class _Filter:
+    """Decides whether a job is kept, and else why not (all but ``--max-jobs``)."""
+
+    def __init__(self, options: ConversionOptions, schema: SourceSchema) -> None:
+        self.low, self.high = options.window(schema)
+        self.statuses = {s.strip().casefold() for s in options.statuses}
+        self.vcs = set(options.vcs)
+        self.min_gpus = options.min_gpus if options.min_gpus is not None else 1
+        self.max_gpus = options.max_gpus if options.max_gpus is not None else math.inf
+        self.sample = options.sample
+        self.seed = options.seed
+
+    def in_window(self, job: SourceJob) -> bool:
+        return self.low <= job.submit < self.high
+
+    def reason(self, job: SourceJob) -> str | None:
+        """The first reason (in :data:`DROP_REASONS` order) to drop ``job``, or ``None``."""
+        if not job.duration >= MIN_EPOCH_SECONDS:
+            return "never_ran"
+        if job.gpus < 1:
+            return "cpu_only"
+        if not self.in_window(job):
+            return "window"
+        if self.statuses and (job.status is None or job.status.casefold() not in self.statuses):
+            return "status"
+        if self.vcs and job.vc not in self.vcs:
+            return "vc"
+        if not self.min_gpus <= job.gpus <= self.max_gpus:
+            return "gpus"
+        if (
+            self.sample is not None
+            and job_uniforms(self.seed, job.source_id, "sample")[0] >= self.sample
+        ):
+            return "sample"
+        return None
+
+
+@dataclass
+class _Plan:
+    """What the first pass found."""
+
+    read: int = 0
+    kept: int = 0
+    origin: float = math.inf
+    dropped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROP_REASONS, 0))
+    #: with --max-jobs: the latest submission kept, and how many jobs submitted exactly then are
+    last_submit: float = math.inf
+    ties: int = 0
+    #: jobs written to the spool (all that passed the filters but --max-jobs)
+    spooled: int = 0
+
+
+def _survey(
+    reader: SourceReader,
+    keep: _Filter,
+    assigner: JobAssigner,
+    max_jobs: int | None,
+    spool: BinaryIO,
+) -> _Plan:
+    """The first pass: counts, the origin, the ``--max-jobs`` cut; the jobs that pass the
+    filters go to ``spool``."""
+    plan = _Plan()
+    submits = array("d")
+    dump = marshal.dump
+    for job in reader.jobs():
+        plan.read += 1
+        if keep.in_window(job) and job.submit < plan.origin:
+            plan.origin = job.submit
+        reason = keep.reason(job)
+        if reason is not None:
+            plan.dropped[reason] += 1
+            continue
+        try:
+            assigner.candidates(job.gpus)
+        except NoJobTypeError as exc:
+            raise ConversionOptionError("--throughputs", str(exc)) from None
+        if max_jobs is not None:
+            submits.append(job.submit)
+        where = job.where
+        dump((*job[:-1], where.line, where.element), spool)
+        plan.kept += 1
+    plan.spooled = plan.kept
+    if max_jobs is not None and plan.kept > max_jobs:
+        values = np.frombuffer(submits, dtype=np.float64)
+        plan.last_submit = float(np.partition(values, max_jobs - 1)[max_jobs - 1])
+        plan.ties = max_jobs - int(np.count_nonzero(values < plan.last_submit))
+        plan.dropped["max_jobs"] = plan.kept - max_jobs
+        plan.kept = max_jobs
+    return plan
+
+
+def _kept_jobs(
+    reader: SourceReader, assigner: JobAssigner, plan: _Plan, spool: BinaryIO
+) -> Iterator[Job]:
+    """The second pass: the spooled jobs within the ``--max-jobs`` cut, as native jobs."""
+    schema = reader.schema
+    path = reader.inputs[0]
+    ties = plan.ties
+    index = 0
+    spool.seek(0)
+    load = marshal.load
+    for _ in range(plan.spooled):
+        (source_id, submit, gpus, duration, user, vc, status, requested, line, element) = load(
+            spool
+        )
+        job = SourceJob(
+            source_id,
+            submit,
+            gpus,
+            duration,
+            user,
+            vc,
+            status,
+            requested,
+            Where(path, line, element),
+        )
+        if job.submit >= plan.last_submit:
+            if job.submit > plan.last_submit or ties == 0:
+                continue
+            ties -= 1
+        yield _to_job(index, job, plan.origin, assigner, schema)
+        index += 1
+
+
+#: Job fields and the trace fields they come from (for error messages).
+def _trace_field(schema: SourceSchema, job_field: str) -> str:
+    return {
+        "arrival_time": schema.submit_field,
+        "gang_size": schema.gpus_field,
+        "requested_gpus": schema.gpus_field,
+        "epoch_seconds": schema.duration_field,
+        "trace_duration": schema.duration_field,
+    }.get(job_field, job_field)
+
+
+def _to_job(
+    index: int, job: SourceJob, origin: float, assigner: JobAssigner, schema: SourceSchema
+) -> Job:
+    try:
+        profile = assigner.profile(job.source_id, job.gpus, job.duration)
+        return Job(
+            job_id=index,
+            arrival_time=job.submit - origin,
+            gang_size=job.gpus,
+            model=profile.model,
+            dataset=profile.dataset,
+            mode=profile.mode,
+            batch_sizes=profile.batch_sizes,
+            epoch_seconds=profile.epoch_seconds,
+            samples_per_epoch=profile.samples_per_epoch,
+            trace_duration=job.duration,
+            source_id=job.source_id,
+            user=job.user,
+            vc=job.vc,
+            status=job.status,
+            requested_gpus=job.requested_gpus,
+        )
+    except JobFieldError as exc:
+        raise job.where.error(_trace_field(schema, exc.field), exc.reason) from None
+
+
+def _prepare(
+    source: str, path: str | PathLike[str], options: ConversionOptions
+) -> tuple[SourceReader, _Filter, JobAssigner, ThroughputTable]:
+    reader = open_source(source, path)
+    options.check_for(reader.schema)
+    table = load_throughputs(options.throughputs)
+    assigner = JobAssigner(table, seed=options.seed, mode=options.mode)
+    return reader, _Filter(options, reader.schema), assigner, table
+
+
+def _report(
+    source: str,
+    path: str | PathLike[str],
+    reader: SourceReader,
+    plan: _Plan,
+    options: ConversionOptions,
+    table: ThroughputTable,
+) -> ConversionReport:
+    if plan.kept == 0:
+        reasons = ", ".join(f"{DROP_REASONS[r]}: {n}" for r, n in plan.dropped.items() if n)
+        raise TraceError(
+            f"no job to convert: {plan.read} read" + (f" ({reasons})" if reasons else ""),
+            path=path,
+        )
+    origin: str | float = plan.origin
+    if reader.schema.clock == "datetime":
+        origin = format_datetime(plan.origin)
+    return ConversionReport(
+        source=source,
+        input=str(path),
+        files=reader.inputs,
+        read=plan.read,
+        kept=plan.kept,
+        dropped=plan.dropped,
+        origin=origin,
+        seed=options.seed,
+        mode=options.mode,
+        throughputs=table.source,
+        filters=options.filters(),
+    )
+
+
+def convert_production(
+    source: str,
+    path: str | PathLike[str],
+    output: str | PathLike[str],
+    options: ConversionOptions | None = None,
+) -> ConversionReport:
+    """Convert a production trace into a native workload file, streaming (see the module notes).
+
+    Args:
+        source: ``"philly"``, ``"helios"``, ``"pai"`` or ``"tiresias"``.
+        path: the directory as unpacked from the release, or the table file itself.
+        output: the native ``.jsonl`` to write (replaced atomically; nothing is left there if
+            the conversion fails).
+        options: settings and filters (:class:`ConversionOptions`).
+
+    Raises:
+        TraceError: naming the file, line (or JSON element) and field of malformed input, or
+            when no job is left to convert.
+        ConversionOptionError: for an option the source cannot apply.
+    """
+    options = options or ConversionOptions()
+    reader, keep, assigner, table = _prepare(source, path, options)
+    directory = Path(output).parent
+    with tempfile.TemporaryFile(dir=directory if str(directory) else ".") as spool:
+        plan = _survey(reader, keep, assigner, options.max_jobs, spool)
+        report = _report(source, path, reader, plan, options, table)
+        write_native_jobs(
+            _kept_jobs(reader, assigner, plan, spool),
+            output,
+            count=plan.kept,
+            source=_source_text(source, reader),
+            throughputs=None,
+            conversion=report.to_dict(),
+        )
+    return report
+
+
+def read_production(
+    source: str, path: str | PathLike[str], options: ConversionOptions | None = None
+) -> Workload:
+    """The workload :func:`convert_production` would write, in memory (for small traces)."""
+    options = options or ConversionOptions()
+    reader, keep, assigner, table = _prepare(source, path, options)
+    with tempfile.TemporaryFile() as spool:
+        plan = _survey(reader, keep, assigner, options.max_jobs, spool)
+        report = _report(source, path, reader, plan, options, table)
+        jobs = tuple(_kept_jobs(reader, assigner, plan, spool))
+    return Workload(jobs, None, source=_source_text(source, reader), conversion=report.to_dict())
+
+
+def _source_text(source: str, reader: SourceReader) -> str:
+    return f"{source} trace {', '.join(reader.inputs)}"

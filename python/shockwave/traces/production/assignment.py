@@ -25,17 +25,19 @@ Shockwave generator's mode mix:
    ``<= g`` the table has for the job type (the bundled tables hold 1, 2, 4 and 8 GPUs); an epoch
    at batch size ``b`` lasts ``t(b) = ((S / b) / thr(model, b, r)) * r / g`` seconds, ``S`` the
    family's samples per epoch: the table's epoch, sped up linearly beyond the table's gangs.
-5. **Epochs.** ``E = round(D / t(b0))`` (halves up), clamped to ``[1, 10000]``, ``D`` the
-   trace's run time: the epochs the job would train at its initial batch size. Their batch sizes
+5. **Epochs.** ``E = round(D / t(b0))`` (halves up), ``D`` the trace's run time: the epochs
+   the job would train at its initial batch size; at least 1, at most 10,000 and at most one per
+   millisecond of ``D`` (``floor(D / 0.001)``: no absurdly short epoch). Their batch sizes
    follow the mode's profile rules (:func:`shockwave.profiles.batch_size_schedule`: Accordion's
    critical regimes, the GNS staircases).
 6. **Scaling.** ``k = D / T``, with ``T`` the sum of ``t(b_e)`` over the ``E`` epochs (computed
    as ``math.fsum`` over the distinct batch sizes ``b`` of (epochs at ``b``) x ``t(b)``); every
    epoch lasts ``t(b_e) * k`` and the job's ``samples_per_epoch`` is ``round(S * k)`` (at least
-   1): the job trains its family on a dataset ``k`` times the catalog's, at the table's
-   throughput, so its exclusive runtime (the sum of its epochs) is the trace's ``D`` up to
-   floating-point rounding, well within one epoch. (``k`` is near 1 for static jobs, above 1 when
-   adaptation speeds the later epochs up, and below 1 for a job shorter than one epoch.)
+   1, at most ``2**63 - 1``): the job trains its family on a dataset ``k`` times the catalog's,
+   at the table's throughput, so its exclusive runtime (the sum of its epochs) is the trace's
+   ``D`` up to floating-point rounding, well within one epoch. (``k`` is near 1 for static
+   jobs, above 1 when adaptation speeds the later epochs up, and below 1 for a job shorter than
+   one epoch.)
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from shockwave.catalog import (
     gns_staircase,
     model_family,
 )
+from shockwave.limits import INT64_MAX
 from shockwave.profiles import batch_size_schedule
 from shockwave.throughputs import ThroughputTable
 
@@ -65,6 +68,8 @@ AssignmentMode = Literal["mixed", "static"]
 ASSIGNMENT_MODES: tuple[AssignmentMode, ...] = ("mixed", "static")
 #: Most epochs a converted job gets (its epochs lengthen beyond it).
 MAX_EPOCHS = 10_000
+#: Shortest epoch the rule aims at, seconds: a job gets at most one epoch per millisecond.
+MIN_EPOCH_SECONDS = 1e-3
 #: Share of Accordion jobs in the ``mixed`` mode (the rest are GNS).
 ACCORDION_SHARE = 0.5
 #: An Accordion job shorter than this (seconds) becomes static (the original generator's rule).
@@ -215,7 +220,7 @@ class JobAssigner:
             if mode == "accordion" and duration < ACCORDION_MIN_SECONDS:
                 mode = "static"
         first = self._epoch_seconds(model, initial, chosen.reference_gang, gang)
-        epochs = _clamp_epochs(duration / first)
+        epochs = _clamp_epochs(duration / first, duration)
         batch_sizes, natural, total = self._natural(
             mode, model, initial, gang, chosen.reference_gang, epochs
         )
@@ -227,7 +232,9 @@ class JobAssigner:
             mode=mode,
             batch_sizes=batch_sizes,
             epoch_seconds=natural * scale,
-            samples_per_epoch=max(1, round_half_up(family.samples_per_epoch * scale)),
+            samples_per_epoch=min(
+                max(1, round_half_up(min(family.samples_per_epoch * scale, 2.0**63))), INT64_MAX
+            ),
         )
 
     def _epoch_seconds(self, model: str, batch_size: int, reference: int, gang: int) -> float:
@@ -273,5 +280,7 @@ class JobAssigner:
         return batch_sizes, natural, total
 
 
-def _clamp_epochs(value: float) -> int:
-    return min(max(round_half_up(min(value, float(MAX_EPOCHS))), 1), MAX_EPOCHS)
+def _clamp_epochs(value: float, duration: float) -> int:
+    """``round(value)`` within ``[1, min(MAX_EPOCHS, floor(duration / MIN_EPOCH_SECONDS))]``."""
+    most = min(MAX_EPOCHS, math.floor(min(duration / MIN_EPOCH_SECONDS, float(MAX_EPOCHS))))
+    return max(min(round_half_up(min(value, float(MAX_EPOCHS))), most), 1)

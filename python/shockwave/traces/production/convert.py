@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from shockwave.errors import JobFieldError, TraceError
-from shockwave.limits import MIN_EPOCH_SECONDS
+from shockwave.limits import INT64_MAX, MAX_SECONDS
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces.gavel_format import load_throughputs
 from shockwave.traces.native import write_native_jobs
@@ -48,6 +48,9 @@ from shockwave.workload import Job, Workload
 
 #: The sources ``trace convert --from`` reads.
 SOURCES: tuple[str, ...] = ("philly", "helios", "pai", "tiresias")
+#: Shortest run time that counts as having run, seconds (the traces record whole seconds, PAI
+#: fractions of one): a job that held its GPUs for less never ran.
+MIN_RUN_SECONDS = 1e-3
 
 
 def open_source(source: str, path: str | PathLike[str]) -> SourceReader:
@@ -153,16 +156,18 @@ class _Filter:
         self.max_gpus = options.max_gpus if options.max_gpus is not None else math.inf
         self.sample = options.sample
         self.seed = options.seed
+        self.gpus_need_a_run = schema.gpus_need_a_run
 
     def in_window(self, job: SourceJob) -> bool:
         return self.low <= job.submit < self.high
 
     def reason(self, job: SourceJob) -> str | None:
         """The first reason (in :data:`DROP_REASONS` order) to drop ``job``, or ``None``."""
-        if not job.duration >= MIN_EPOCH_SECONDS:
-            return "never_ran"
-        if job.gpus < 1:
+        ran = job.duration >= MIN_RUN_SECONDS
+        if job.gpus < 1 and (ran or not self.gpus_need_a_run):
             return "cpu_only"
+        if not ran:
+            return "never_ran"
         if not self.in_window(job):
             return "window"
         if self.statuses and (job.status is None or job.status.casefold() not in self.statuses):
@@ -277,9 +282,19 @@ def _trace_field(schema: SourceSchema, job_field: str) -> str:
     }.get(job_field, job_field)
 
 
+#: Longest run time converted: a job's limit, less room for the rounding of its epochs' sum.
+_MAX_RUN_SECONDS = MAX_SECONDS * (1 - 1e-9)
+
+
 def _to_job(
     index: int, job: SourceJob, origin: float, assigner: JobAssigner, schema: SourceSchema
 ) -> Job:
+    if not job.duration <= _MAX_RUN_SECONDS:
+        raise job.where.error(
+            schema.duration_field, f"a run time of {job.duration:g} s; at most {MAX_SECONDS:g}"
+        )
+    if job.gpus > INT64_MAX:
+        raise job.where.error(schema.gpus_field, f"{job.gpus} GPUs do not fit in 64 bits")
     try:
         profile = assigner.profile(job.source_id, job.gpus, job.duration)
         return Job(

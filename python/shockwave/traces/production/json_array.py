@@ -21,6 +21,7 @@ CHUNK_CHARS = 1 << 20
 MAX_ELEMENT_CHARS = 64 << 20
 
 _WHITESPACE = " \t\n\r"
+_NUMBER_CHARACTERS = frozenset("0123456789+-.eE")
 
 
 class _Buffer:
@@ -114,8 +115,13 @@ def _decode_element(decoder: json.JSONDecoder, buffer: _Buffer, index: int) -> A
             ) from None
         except RecursionError:
             raise TraceError("JSON nested too deeply", path=buffer.path, element=index) from None
-        cut = end == len(buffer.text) and not isinstance(value, (dict, list))
-        if cut and buffer.more():
-            continue  # a number or literal cut at the chunk's end may go on in the next one
+        if not isinstance(value, (dict, list, str)):
+            # a number or literal decoded up to the chunk's end (or up to a character that only
+            # a longer number could hold: "-0." of "-0.5") may go on in the next chunk
+            tail = end
+            while tail < len(buffer.text) and buffer.text[tail] in _NUMBER_CHARACTERS:
+                tail += 1
+            if tail == len(buffer.text) and buffer.more():
+                continue
         buffer.position = end
         return value

@@ -20,8 +20,8 @@ MAX_SEED = 2**63 - 1
 #: Why a job of the input is not in the output, in the order they are tested (a job counts under
 #: the first that applies), with the words ``trace convert`` prints.
 DROP_REASONS: dict[str, str] = {
-    "never_ran": "never ran (no positive run time)",
     "cpu_only": "CPU-only (no GPU)",
+    "never_ran": "never ran (no positive run time)",
     "window": "submitted outside --start/--end",
     "status": "status not in --status",
     "vc": "virtual cluster not in --vc",

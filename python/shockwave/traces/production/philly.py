@@ -29,6 +29,7 @@ SCHEMA = SourceSchema(
     duration_field="attempts[].start_time/end_time",
     status_field="status",
     vc_field="vc",
+    gpus_need_a_run=True,
 )
 #: The release's file name.
 FILE_NAME = "cluster_job_log"

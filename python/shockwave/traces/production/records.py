@@ -23,6 +23,8 @@ class SourceSchema:
             run time come from (named in error messages).
         status_field, vc_field: the final status and virtual cluster, ``None`` when the trace
             has none (``--status``/``--vc`` are then refused).
+        gpus_need_a_run: whether the trace records GPUs only for attempts that ran (Philly):
+            a job without GPUs is then CPU-only only if it ran, else it never ran.
     """
 
     name: str
@@ -32,6 +34,7 @@ class SourceSchema:
     duration_field: str
     status_field: str | None
     vc_field: str | None
+    gpus_need_a_run: bool = False
 
 
 class SourceJob(NamedTuple):

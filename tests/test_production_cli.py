@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from shockwave.cli import main
-from shockwave.traces import read_native
+from shockwave.traces import read_native, write_native
 from shockwave.traces.production import ConversionOptions, read_production
 
 from .conftest import CANONICAL_TRACE, PRODUCTION
@@ -29,6 +29,10 @@ def test_convert_writes_what_read_production_reads(
     written = read_native(out)
     assert list(written) == list(expected)
     assert written.conversion == expected.conversion
+    # the command's direct records are the bytes the validated jobs make
+    standard = tmp_path / "standard.jsonl"
+    write_native(expected, standard)
+    assert out.read_bytes() == standard.read_bytes()
     header = json.loads(out.read_text().splitlines()[0])
     assert header["version"] == 2 and header["conversion"]["from"] == source
     assert "throughputs" not in header  # the exact mechanics need none

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from shockwave.cli import main
 from shockwave.errors import TraceError
-from shockwave.traces.production import convert, read_production
+from shockwave.traces.production import convert, json_array, read_production
 
 from .conftest import PRODUCTION
 from .fuzzing import fuzz
@@ -139,9 +139,18 @@ def test_malformed_philly_jobs(
         ("[" + "[" * 100_000 + "]" * 100_000 + "]", 0, "nested too deeply|must be a JSON object"),
     ],
 )
+@pytest.mark.parametrize("chunk", [1, 5, 1 << 20])
 def test_files_that_are_not_one_array(
-    tmp_path: Path, text: str, element: int | None, message: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    text: str,
+    element: int | None,
+    message: str,
+    chunk: int,
 ) -> None:
+    if chunk < 100 and len(text) > 10_000:
+        return  # the deep nesting, character by character: slow and no different
+    monkeypatch.setattr(json_array, "CHUNK_CHARS", chunk)
     path = philly(tmp_path, text)
     with pytest.raises(TraceError, match=message) as info:
         read_production("philly", path)
@@ -255,7 +264,7 @@ def test_cli_reports_bad_input_in_one_line_and_leaves_nothing(
 def test_a_failure_while_writing_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    original = convert._to_job
+    original = convert._to_record
     calls = {"n": 0}
 
     def interrupted(*args: Any) -> Any:
@@ -264,7 +273,7 @@ def test_a_failure_while_writing_leaves_nothing(
             raise KeyboardInterrupt
         return original(*args)
 
-    monkeypatch.setattr(convert, "_to_job", interrupted)
+    monkeypatch.setattr(convert, "_to_record", interrupted)
     out = tmp_path / "w.jsonl"
     argv = ["trace", "convert", "--from", "helios", str(PRODUCTION / "helios"), "-o", str(out)]
     assert main(argv) == 130

@@ -115,7 +115,7 @@ def test_options_a_source_cannot_apply_are_refused(
     source: str, options: dict[str, object], option: str, message: str
 ) -> None:
     with pytest.raises(ConversionOptionError, match=message) as info:
-        read_production(source, PRODUCTION / source, ConversionOptions(**options))  # type: ignore[arg-type]
+        read_production(source, PRODUCTION / source, ConversionOptions(**options))
     assert info.value.option == option
 
 
@@ -136,5 +136,5 @@ def test_options_a_source_cannot_apply_are_refused(
 )
 def test_invalid_options_name_the_option(options: dict[str, object], option: str) -> None:
     with pytest.raises(ConversionOptionError) as info:
-        ConversionOptions(**options)  # type: ignore[arg-type]
+        ConversionOptions(**options)
     assert info.value.option == option and str(info.value).startswith(option)

@@ -11,8 +11,8 @@ import pytest
 from shockwave.cli import main
 from shockwave.policies import POLICIES
 from shockwave.sim import SimulationConfig, simulate
-from shockwave.traces import read_native
-from shockwave.traces.production import read_production
+from shockwave.traces import read_native, write_native
+from shockwave.traces.production import ConversionOptions, read_production
 from shockwave.traces.production.synthetic import write_helios_like
 
 from .conftest import PRODUCTION
@@ -40,6 +40,9 @@ def test_a_converted_helios_like_month_runs_through_simulate_and_compare(
     argv = ["trace", "convert", "--from", "helios", str(tmp_path), "-o", str(workload)]
     assert main([*argv, "--max-gpus", "32"]) == 0
     converted = read_native(workload)
+    standard = tmp_path / "standard.jsonl"
+    write_native(read_production("helios", tmp_path, ConversionOptions(max_gpus=32)), standard)
+    assert workload.read_bytes() == standard.read_bytes()  # direct records = validated jobs
     span = float(converted.arrival_times.max() - converted.arrival_times.min())
     assert span > 25 * 86_400 and len(converted) > 80
     capsys.readouterr()

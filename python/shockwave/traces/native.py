@@ -214,6 +214,32 @@ def write_native_jobs(
     Raises:
         ValueError: if ``jobs`` does not yield exactly ``count`` jobs (nothing is written).
     """
+    write_native_records(
+        (job_to_record(job) for job in jobs),
+        path,
+        count=count,
+        source=source,
+        throughputs=throughputs,
+        conversion=conversion,
+    )
+
+
+def write_native_records(
+    records: Iterable[Mapping[str, Any]],
+    path: str | PathLike[str],
+    *,
+    count: int,
+    source: str,
+    throughputs: ThroughputTable | None,
+    conversion: Mapping[str, Any] | None = None,
+) -> None:
+    """:func:`write_native_jobs` for job records already in the form of :func:`job_to_record`
+    (for writers that make many jobs and check them as they make them; a reader checks every
+    job again).
+
+    Raises:
+        ValueError: if ``records`` does not yield exactly ``count`` records (nothing is written).
+    """
     header: dict[str, Any] = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -227,8 +253,7 @@ def write_native_jobs(
     with atomic_writer(path) as out:
         out.write(json.dumps(header, allow_nan=False) + "\n")
         written = 0
-        for job in jobs:
-            record = job_to_record(job)
+        for record in records:
             out.write(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n")
             written += 1
         if written != count:

@@ -79,6 +79,9 @@ _CACHE_ENTRIES = 1000
 _CACHED_EPOCHS_MAX = 1000
 
 
+_LOW_53_BITS = (1 << 53) - 1
+
+
 def round_half_up(value: float) -> int:
     """``value`` rounded to an integer, halves up."""
     return math.floor(value + 0.5)
@@ -92,9 +95,8 @@ def job_uniforms(seed: int, source_id: str, purpose: str = "") -> tuple[float, f
     """
     text = f"{purpose}\0{seed}\0{source_id}" if purpose else f"{seed}\0{source_id}"
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    first = int.from_bytes(digest[:8], "big") >> 11
-    second = int.from_bytes(digest[8:], "big") >> 11
-    return first * 2.0**-53, second * 2.0**-53
+    value = int.from_bytes(digest, "big")  # halves: value >> 64, value & (2**64 - 1)
+    return (value >> 75) * 2.0**-53, ((value >> 11) & _LOW_53_BITS) * 2.0**-53
 
 
 class Profile(NamedTuple):
@@ -125,6 +127,8 @@ class NoJobTypeError(ValueError):
 class _Candidate:
     template: JobTemplate
     reference_gang: int
+    samples_per_epoch: int
+    dataset: str
 
 
 class JobAssigner:
@@ -152,6 +156,7 @@ class JobAssigner:
         for gangs in self._gangs.values():
             gangs.sort()
         self._candidates: dict[int, tuple[_Candidate, ...]] = {}
+        self._seconds: dict[tuple[str, int, int, int], float] = {}
         self._profiles: dict[
             tuple[str, str, int, int, int],
             tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], float],
@@ -186,7 +191,10 @@ class JobAssigner:
             reference = gangs[-1]
             needed = self._reachable_batch_sizes(template, gang)
             if all(reference in self._gangs.get((template.model, b), []) for b in needed):
-                out.append(_Candidate(template, reference))
+                family = model_family(template.model)
+                out.append(
+                    _Candidate(template, reference, family.samples_per_epoch, family.dataset)
+                )
         return out
 
     def _reachable_batch_sizes(self, template: JobTemplate, gang: int) -> set[int]:
@@ -211,7 +219,7 @@ class JobAssigner:
             duration: the trace's run time, seconds, > 0.
         """
         u_type, u_mode = job_uniforms(self.seed, source_id)
-        candidates = self.candidates(gang)
+        candidates = self._candidates.get(gang) or self.candidates(gang)
         chosen = candidates[min(int(u_type * len(candidates)), len(candidates) - 1)]
         model, initial = chosen.template.model, chosen.template.batch_size
         mode: AdaptationMode = "static"
@@ -221,41 +229,45 @@ class JobAssigner:
                 mode = "static"
         first = self._epoch_seconds(model, initial, chosen.reference_gang, gang)
         epochs = _clamp_epochs(duration / first, duration)
-        batch_sizes, natural, total = self._natural(
-            mode, model, initial, gang, chosen.reference_gang, epochs
-        )
-        scale = duration / total
-        family = model_family(model)
+        if mode == "static":  # one run: the fsum of rule 6 is the one product
+            scale = duration / (epochs * first)
+            batch_sizes = np.full(epochs, initial, dtype=np.int64)
+            epoch_seconds = np.full(epochs, first * scale, dtype=np.float64)
+        else:
+            batch_sizes, natural, total = self._natural(
+                mode, model, initial, gang, chosen.reference_gang, epochs
+            )
+            scale = duration / total
+            epoch_seconds = natural * scale
+        samples = chosen.samples_per_epoch * scale
         return Profile(
             model=model,
-            dataset=family.dataset,
+            dataset=chosen.dataset,
             mode=mode,
             batch_sizes=batch_sizes,
-            epoch_seconds=natural * scale,
-            samples_per_epoch=min(
-                max(1, round_half_up(min(family.samples_per_epoch * scale, 2.0**63))), INT64_MAX
-            ),
+            epoch_seconds=epoch_seconds,
+            samples_per_epoch=min(max(1, round_half_up(min(samples, 2.0**63))), INT64_MAX),
         )
 
     def _epoch_seconds(self, model: str, batch_size: int, reference: int, gang: int) -> float:
-        """``t(b)`` of rule 4."""
-        samples = model_family(model).samples_per_epoch
-        thr = self.table.isolated(model, batch_size, reference)
-        return ((samples / batch_size) / thr) * reference / gang
+        """``t(b)`` of rule 4 (cached)."""
+        key = (model, batch_size, reference, gang)
+        seconds = self._seconds.get(key)
+        if seconds is None:
+            samples = model_family(model).samples_per_epoch
+            thr = self.table.isolated(model, batch_size, reference)
+            seconds = ((samples / batch_size) / thr) * reference / gang
+            if len(self._seconds) >= _CACHE_ENTRIES:
+                self._seconds.clear()
+            self._seconds[key] = seconds
+        return seconds
 
     def _natural(
         self, mode: AdaptationMode, model: str, initial: int, gang: int, reference: int, epochs: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], float]:
         """Batch sizes, unscaled epoch durations ``t(b_e)`` and their total ``T`` (rule 6:
-        ``math.fsum`` over the distinct batch sizes ``b`` of (epochs at ``b``) x ``t(b)``;
-        cached)."""
-        first = self._epoch_seconds(model, initial, reference, gang)
-        if mode == "static":  # one run: the general case below gives the same numbers
-            return (
-                np.full(epochs, initial, dtype=np.int64),
-                np.full(epochs, first, dtype=np.float64),
-                math.fsum([epochs * first]),
-            )
+        ``math.fsum`` over the distinct batch sizes ``b`` of (epochs at ``b``) x ``t(b)``) of
+        an adapting job (cached)."""
         key = (mode, model, initial, gang, epochs)
         cached = self._profiles.get(key)
         if cached is not None:
@@ -282,5 +294,8 @@ class JobAssigner:
 
 def _clamp_epochs(value: float, duration: float) -> int:
     """``round(value)`` within ``[1, min(MAX_EPOCHS, floor(duration / MIN_EPOCH_SECONDS))]``."""
-    most = min(MAX_EPOCHS, math.floor(min(duration / MIN_EPOCH_SECONDS, float(MAX_EPOCHS))))
-    return max(min(round_half_up(min(value, float(MAX_EPOCHS))), most), 1)
+    most = duration / MIN_EPOCH_SECONDS
+    if value + 0.5 < MAX_EPOCHS and value + 0.5 < most:  # the usual case: within both
+        return max(math.floor(value + 0.5), 1)
+    most_epochs = min(MAX_EPOCHS, math.floor(min(most, float(MAX_EPOCHS))))
+    return max(min(round_half_up(min(value, float(MAX_EPOCHS))), most_epochs), 1)

@@ -31,7 +31,7 @@ from shockwave.errors import JobFieldError, TraceError
 from shockwave.limits import INT64_MAX, MAX_SECONDS
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces.gavel_format import load_throughputs
-from shockwave.traces.native import write_native_jobs
+from shockwave.traces.native import encode_epochs, write_native_records
 from shockwave.traces.production.assignment import JobAssigner, NoJobTypeError, job_uniforms
 from shockwave.traces.production.fields import Where, format_datetime
 from shockwave.traces.production.helios import HeliosReader
@@ -209,8 +209,11 @@ def _survey(
     """The first pass: counts, the origin, the ``--max-jobs`` cut; the jobs that pass the
     filters go to ``spool``."""
     plan = _Plan()
+    schema = reader.schema
     submits = array("d")
+    latest, latest_where = -math.inf, None
     dump = marshal.dump
+    batch: list[tuple[Any, ...]] = []
     for job in reader.jobs():
         plan.read += 1
         if keep.in_window(job) and job.submit < plan.origin:
@@ -219,16 +222,29 @@ def _survey(
         if reason is not None:
             plan.dropped[reason] += 1
             continue
+        _check_limits(job, schema)
         try:
             assigner.candidates(job.gpus)
         except NoJobTypeError as exc:
             raise ConversionOptionError("--throughputs", str(exc)) from None
         if max_jobs is not None:
             submits.append(job.submit)
+        if job.submit > latest:
+            latest, latest_where = job.submit, job.where
         where = job.where
-        dump((*job[:-1], where.line, where.element), spool)
+        batch.append((*job[:-1], where.line, where.element))
+        if len(batch) == _SPOOL_BATCH:
+            dump(batch, spool)
+            batch.clear()
         plan.kept += 1
+    dump(batch, spool)
     plan.spooled = plan.kept
+    if latest_where is not None and not latest - plan.origin <= MAX_SECONDS:
+        raise latest_where.error(
+            schema.submit_field,
+            f"submitted {latest - plan.origin:g} s after the first submission; at most "
+            f"{MAX_SECONDS:g}",
+        )
     if max_jobs is not None and plan.kept > max_jobs:
         values = np.frombuffer(submits, dtype=np.float64)
         plan.last_submit = float(np.partition(values, max_jobs - 1)[max_jobs - 1])
@@ -238,65 +254,63 @@ def _survey(
     return plan
 
 
-def _kept_jobs(
-    reader: SourceReader, assigner: JobAssigner, plan: _Plan, spool: BinaryIO
-) -> Iterator[Job]:
-    """The second pass: the spooled jobs within the ``--max-jobs`` cut, as native jobs."""
-    schema = reader.schema
+def _spooled(reader: SourceReader, plan: _Plan, spool: BinaryIO) -> Iterator[SourceJob]:
+    """The second pass: the spooled jobs within the ``--max-jobs`` cut, in input order."""
     path = reader.inputs[0]
     ties = plan.ties
-    index = 0
     spool.seek(0)
-    load = marshal.load
-    for _ in range(plan.spooled):
-        (source_id, submit, gpus, duration, user, vc, status, requested, line, element) = load(
-            spool
-        )
-        job = SourceJob(
-            source_id,
-            submit,
-            gpus,
-            duration,
-            user,
-            vc,
-            status,
-            requested,
-            Where(path, line, element),
-        )
-        if job.submit >= plan.last_submit:
-            if job.submit > plan.last_submit or ties == 0:
+    for (
+        source_id,
+        submit,
+        gpus,
+        duration,
+        user,
+        vc,
+        status,
+        requested,
+        line,
+        element,
+    ) in _spool_records(spool, plan.spooled):
+        if submit >= plan.last_submit:
+            if submit > plan.last_submit or ties == 0:
                 continue
             ties -= 1
-        yield _to_job(index, job, plan.origin, assigner, schema)
-        index += 1
+        yield SourceJob(
+            source_id, submit, gpus, duration, user, vc, status, requested,
+            Where(path, line, element),
+        )  # fmt: skip
 
 
-#: Job fields and the trace fields they come from (for error messages).
-def _trace_field(schema: SourceSchema, job_field: str) -> str:
-    return {
-        "arrival_time": schema.submit_field,
-        "gang_size": schema.gpus_field,
-        "requested_gpus": schema.gpus_field,
-        "epoch_seconds": schema.duration_field,
-        "trace_duration": schema.duration_field,
-    }.get(job_field, job_field)
+def _spool_records(spool: BinaryIO, count: int) -> Iterator[tuple[Any, ...]]:
+    """The ``count`` records :func:`_survey` wrote, in order."""
+    while count > 0:
+        batch = marshal.load(spool)
+        count -= len(batch)
+        yield from batch
 
 
+#: Jobs per ``marshal`` record of the spool.
+_SPOOL_BATCH = 1024
 #: Longest run time converted: a job's limit, less room for the rounding of its epochs' sum.
 _MAX_RUN_SECONDS = MAX_SECONDS * (1 - 1e-9)
 
 
-def _to_job(
-    index: int, job: SourceJob, origin: float, assigner: JobAssigner, schema: SourceSchema
-) -> Job:
+def _check_limits(job: SourceJob, schema: SourceSchema) -> None:
+    """Refuse a job beyond the package's limits (:mod:`shockwave.limits`), naming its field."""
     if not job.duration <= _MAX_RUN_SECONDS:
         raise job.where.error(
             schema.duration_field, f"a run time of {job.duration:g} s; at most {MAX_SECONDS:g}"
         )
     if job.gpus > INT64_MAX:
         raise job.where.error(schema.gpus_field, f"{job.gpus} GPUs do not fit in 64 bits")
+
+
+def _to_job(
+    index: int, job: SourceJob, origin: float, assigner: JobAssigner, schema: SourceSchema
+) -> Job:
+    """The native job of a kept trace job (checked by :class:`~shockwave.workload.Job`)."""
+    profile = assigner.profile(job.source_id, job.gpus, job.duration)
     try:
-        profile = assigner.profile(job.source_id, job.gpus, job.duration)
         return Job(
             job_id=index,
             arrival_time=job.submit - origin,
@@ -315,7 +329,41 @@ def _to_job(
             requested_gpus=job.requested_gpus,
         )
     except JobFieldError as exc:
-        raise job.where.error(_trace_field(schema, exc.field), exc.reason) from None
+        field = {
+            "arrival_time": schema.submit_field,
+            "gang_size": schema.gpus_field,
+            "requested_gpus": schema.gpus_field,
+        }.get(exc.field, schema.duration_field)
+        raise job.where.error(field, exc.reason) from None
+
+
+def _to_record(index: int, job: SourceJob, origin: float, assigner: JobAssigner) -> dict[str, Any]:
+    """``job_to_record(_to_job(...))`` made directly, for speed: the first pass checked what
+    :class:`~shockwave.workload.Job` checks and the profile rule cannot break (the tests compare
+    the two paths byte for byte; reading the file checks every job again)."""
+    profile = assigner.profile(job.source_id, job.gpus, job.duration)
+    record: dict[str, Any] = {
+        "id": index,
+        "arrival_time": job.submit - origin,
+        "gang_size": job.gpus,
+        "model": profile.model,
+        "dataset": profile.dataset,
+        "mode": profile.mode,
+        "epochs": len(profile.batch_sizes),
+        "batch_sizes": encode_epochs(profile.batch_sizes),
+        "epoch_seconds": encode_epochs(profile.epoch_seconds),
+        "weight": 1.0,
+        "samples_per_epoch": profile.samples_per_epoch,
+        "trace_duration": job.duration,
+    }
+    for key, text in (
+        ("source_id", job.source_id), ("user", job.user), ("vc", job.vc), ("status", job.status),
+    ):  # fmt: skip
+        if text is not None:
+            record[key] = text
+    if job.requested_gpus is not None:
+        record["requested_gpus"] = job.requested_gpus
+    return record
 
 
 def _prepare(
@@ -386,8 +434,13 @@ def convert_production(
     with tempfile.TemporaryFile(dir=directory if str(directory) else ".") as spool:
         plan = _survey(reader, keep, assigner, options.max_jobs, spool)
         report = _report(source, path, reader, plan, options, table)
-        write_native_jobs(
-            _kept_jobs(reader, assigner, plan, spool),
+        origin = plan.origin
+        records = (
+            _to_record(index, job, origin, assigner)
+            for index, job in enumerate(_spooled(reader, plan, spool))
+        )
+        write_native_records(
+            records,
             output,
             count=plan.kept,
             source=_source_text(source, reader),
@@ -406,7 +459,10 @@ def read_production(
     with tempfile.TemporaryFile() as spool:
         plan = _survey(reader, keep, assigner, options.max_jobs, spool)
         report = _report(source, path, reader, plan, options, table)
-        jobs = tuple(_kept_jobs(reader, assigner, plan, spool))
+        jobs = tuple(
+            _to_job(index, job, plan.origin, assigner, reader.schema)
+            for index, job in enumerate(_spooled(reader, plan, spool))
+        )
     return Workload(jobs, None, source=_source_text(source, reader), conversion=report.to_dict())
 
 

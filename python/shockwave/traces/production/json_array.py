@@ -21,6 +21,9 @@ CHUNK_CHARS = 1 << 20
 MAX_ELEMENT_CHARS = 64 << 20
 
 _WHITESPACE = " \t\n\r"
+#: Characters before the end of the text within which a decoding error may be a cut element
+#: (a literal, a number or an escape cut short is shorter).
+_CUT_MARGIN = 64
 _NUMBER_CHARACTERS = frozenset("0123456789+-.eE")
 
 
@@ -108,7 +111,10 @@ def _decode_element(decoder: json.JSONDecoder, buffer: _Buffer, index: int) -> A
             value, end = decoder.raw_decode(buffer.text, buffer.position)
         except json.JSONDecodeError as exc:
             # maybe the element goes on in the next chunk: read more and retry, within bounds
-            if len(buffer.text) - buffer.position < MAX_ELEMENT_CHARS and buffer.more():
+            # (an error well before the end of what is read cannot be a cut, unless it is a
+            # string that a later chunk closes)
+            cut = exc.pos >= len(buffer.text) - _CUT_MARGIN or exc.msg.startswith("Unterminated")
+            if cut and len(buffer.text) - buffer.position < MAX_ELEMENT_CHARS and buffer.more():
                 continue
             raise TraceError(
                 f"not valid JSON ({exc.msg})", path=buffer.path, element=index

@@ -134,7 +134,7 @@ class PaiReader:
                 gpus = summary.gpus
                 if summary.end >= summary.start:
                     duration = summary.end - summary.start
-                if summary.requested != gpus:
+                if summary.requested < gpus:  # fractional (a float sum a rounding above: whole)
                     requested = summary.requested
             yield SourceJob(
                 source_id=job_name,

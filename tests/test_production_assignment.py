@@ -188,3 +188,23 @@ def test_a_job_gets_the_same_profile_whatever_the_filters() -> None:
             assert job.model == same.model and job.mode == same.mode
             assert np.array_equal(job.batch_sizes, same.batch_sizes)
             assert np.array_equal(job.epoch_seconds, same.epoch_seconds)
+
+
+@pytest.mark.parametrize(
+    ("source", "source_id", "model", "batch_sizes", "mode", "samples"),
+    [
+        ("philly", "application_1_0001", "LM", [[40, 109], [80, 254]], "accordion", 73_701),
+        ("helios", "h5", "ResNet-18", [[128, 5]], "gns", 49_543),
+        ("pai", "jD", "Transformer", [[128, 78]], "accordion", 10_027),
+        ("tiresias", "6", "ResNet-50", [[32, 135]], "gns", 99_926),
+    ],
+)
+def test_the_worked_examples_of_the_documentation(
+    source: str, source_id: str, model: str, batch_sizes: list[list[int]], mode: str, samples: int
+) -> None:
+    """docs/production_traces.md works these jobs through the rule by hand: keep it true."""
+    (job,) = [j for j in read_production(source, PRODUCTION / source) if j.source_id == source_id]
+    runs = [[b, n] for b, n in zip(*np.unique(job.batch_sizes, return_counts=True), strict=True)]
+    assert (job.model, runs, job.mode, job.samples_per_epoch) == (
+        model, batch_sizes, mode, samples
+    )  # fmt: skip

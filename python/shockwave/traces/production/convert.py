@@ -192,7 +192,7 @@ class _Plan:
     kept: int = 0
     origin: float = math.inf
     dropped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROP_REASONS, 0))
-    #: with --max-jobs: the latest submission kept, and how many jobs submitted exactly then are
+    #: with --max-jobs: the latest submission kept, and how many jobs submitted then are kept
     last_submit: float = math.inf
     ties: int = 0
     #: jobs written to the spool (all that passed the filters but --max-jobs)

@@ -13,7 +13,7 @@ earliest start of the job's **GPU tasks** (``plan_gpu`` > 0) that have both time
 job held GPUs (a CPU task such as a parameter server holds none).
 
 The task table is read once and summarised per job (one small record per job with GPU tasks,
-about 200 bytes: memory grows with the number of GPU jobs, not with the rows); the job table is
+about 350 bytes: memory grows with the number of GPU jobs, not with the rows); the job table is
 then streamed.
 """
 

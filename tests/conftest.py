@@ -64,3 +64,7 @@ def reference_profiles() -> list[dict[str, Any]]:
     with gzip.open(DATA / "canonical_120jobs.profiles.json.gz", "rt") as handle:
         jobs: list[dict[str, Any]] = json.load(handle)["jobs"]
     return jobs
+
+
+#: Hand-written production-trace fixtures in the published schemas (tests/data/production).
+PRODUCTION = DATA / "production"

@@ -14,10 +14,10 @@ from functools import cache
 
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
-from tests.market_reference import Market, next_round_market, random_market
 
 from shockwave import market
 from shockwave.market import MarketSolution
+from shockwave.testing import Market, next_round_market, random_market
 
 
 @cache

@@ -6,6 +6,11 @@ counterexamples, run with ``HYPOTHESIS_PROFILE=explore``: random examples, and 1
 the tests that do not set their own count. ``HYPOTHESIS_PROFILE=fuzz`` is the long fuzzing
 campaign of the ``test_fuzz_*`` files (random examples, 10,000 per entry point; see
 ``tests/fuzzing.py`` and ``docs/reliability.md``).
+
+CI runs the suite against the installed wheel from a copy of ``tests/`` (with ``traces/``,
+``docs/``, ``benches/`` and ``examples/`` beside it) outside the source tree, with
+``SHOCKWAVE_SOURCE_TREE`` set to the checkout: the run stops at once if ``shockwave`` or these
+tests were imported from there.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+import shockwave
 from shockwave.traces import load_workload
 from shockwave.workload import Workload
 
@@ -27,6 +33,18 @@ TRACES = REPO / "traces"
 DATA = Path(__file__).resolve().parent / "data"
 CANONICAL_TRACE = TRACES / "canonical_120jobs.trace"
 TACC = TRACES / "tacc_throughputs.json"
+
+if os.environ.get("SHOCKWAVE_SOURCE_TREE"):
+    _source = Path(os.environ["SHOCKWAVE_SOURCE_TREE"]).resolve()
+    for _what, _path, _tree in (
+        ("shockwave", shockwave.__file__, _source / "python"),
+        ("the tests", __file__, _source / "tests"),
+    ):
+        if _tree in Path(_path).resolve().parents:
+            raise pytest.UsageError(
+                f"{_what} imported from the source tree {_tree} ({_path}): this run must test "
+                "the installed package from a copy of the tests"
+            )
 
 settings.register_profile("deterministic", derandomize=True)
 settings.register_profile("explore", derandomize=False, max_examples=1000)
@@ -46,3 +64,7 @@ def reference_profiles() -> list[dict[str, Any]]:
     with gzip.open(DATA / "canonical_120jobs.profiles.json.gz", "rt") as handle:
         jobs: list[dict[str, Any]] = json.load(handle)["jobs"]
     return jobs
+
+
+#: Hand-written production-trace fixtures in the published schemas (tests/data/production).
+PRODUCTION = DATA / "production"

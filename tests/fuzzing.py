@@ -66,8 +66,3 @@ junk = st.one_of(
 def anything(numbers: Any = any_float) -> Any:
     """A value that is usually a number, sometimes of the wrong kind."""
     return st.one_of(numbers, numbers, numbers, any_int, junk)
-
-
-def names_an_argument(message: str, arguments: tuple[str, ...]) -> bool:
-    """Whether an error message starts by naming one of ``arguments``."""
-    return any(message.startswith(f"{a}:") or message.startswith(f"{a} ") for a in arguments)

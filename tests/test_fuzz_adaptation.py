@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shockwave.adaptation import ESTIMATORS, JobModels, predict_remaining
+from shockwave.errors import InputError
 
 from .fuzzing import any_float, any_int, anything, fuzz, junk
 
@@ -73,8 +74,9 @@ FIELDS = (
 )
 
 
-def named(exc: ValueError) -> bool:
-    return str(exc).split(":")[0] in FIELDS
+def named(exc: InputError) -> bool:
+    """The error's argument is a field of the API, and its message starts with it."""
+    return exc.argument in FIELDS and str(exc).startswith(f"{exc.argument}: ")
 
 
 @fuzz(60)
@@ -107,7 +109,7 @@ def test_job_models_survive_any_sequence_of_calls(sequence: list[tuple[Any, ...]
                     again.remaining_mean_seconds.tobytes()
                     == prediction.remaining_mean_seconds.tobytes()
                 )
-        except ValueError as exc:
+        except InputError as exc:
             assert named(exc), str(exc)
 
 
@@ -126,8 +128,8 @@ def test_predict_remaining_never_fails_unnamed(
         mean, std = predict_remaining(
             so_far, regimes, total, estimator=estimator, epoch_fraction=fraction
         )
-    except ValueError as exc:
-        assert str(exc).split(":")[0] in (
+    except InputError as exc:
+        assert exc.argument in (
             "batch_sizes_so_far",
             "epoch_seconds_by_batch_size",
             "total_epochs",
@@ -150,7 +152,7 @@ def test_state_bytes_are_validated(data: bytes, cut: int, flip: int) -> None:
     for candidate in (data, good[: cut % len(good)], bytes(mutated), b"markov\n" + data):
         try:
             restored = JobModels.from_bytes(candidate)
-        except ValueError as exc:
-            assert str(exc).startswith("state: "), str(exc)
+        except InputError as exc:
+            assert exc.argument == "state", str(exc)
             continue
         restored.predict(5)  # whatever it restored must still be usable

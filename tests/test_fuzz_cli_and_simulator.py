@@ -24,7 +24,11 @@ from shockwave.sim import SimulationConfig, SimulationStalledError, simulate
 from shockwave.traces import write_native
 from shockwave.workload import Job, Workload
 
+from .conftest import PRODUCTION
 from .fuzzing import any_float, any_int, fuzz
+
+#: Production-trace fixtures, for ``trace convert --from``.
+PRODUCTION_PATHS = [str(PRODUCTION / source) for source in ("philly", "helios", "pai", "tiresias")]
 
 STATUSES = {
     exit_codes.OK,
@@ -102,6 +106,16 @@ OPTIONS = [
     "--mode-mix",
     "--templates",
     "--duration-grid-points",
+    "--from",
+    "--start",
+    "--end",
+    "--status",
+    "--vc",
+    "--min-gpus",
+    "--max-gpus",
+    "--max-jobs",
+    "--sample",
+    "--mode",
     "--bogus",
 ]
 
@@ -131,10 +145,12 @@ def argvs(draw: Any, files: dict[str, str]) -> list[str]:
             draw(st.sampled_from(["fifo", "shockwave", "gavel", "allox", "nope"])),
         ]
     if command[:2] == ["trace", "inspect"] or command[:2] == ["trace", "convert"]:
-        argv.append(draw(paths))
+        argv.append(draw(st.one_of(paths, st.sampled_from(PRODUCTION_PATHS))))
     for _ in range(draw(st.integers(0, 4))):
         option = draw(st.sampled_from(OPTIONS))
         argv += [option, draw(st.one_of(values, paths))]
+        if option == "--from":
+            argv[-1] = draw(st.sampled_from(["philly", "helios", "pai", "tiresias", "borg"]))
         if option == "--round-seconds":  # short rounds make long (valid) runs: keep them bounded
             argv[-1] = draw(st.sampled_from(["120", "600", "0", "-1", "nan", "inf", "x", "1e300"]))
         if option in ("--output", "--timing", "--checkpoint", "-o", "--plots"):

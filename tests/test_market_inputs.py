@@ -160,5 +160,5 @@ def test_invalid_bid_helpers_name_the_argument() -> None:
         market.align_bids(np.ones((2, 3)), ["a", "a"], ["a"])
     with pytest.raises(ValueError, match=r"^current_jobs: "):
         market.align_bids(np.ones((2, 3)), ["a", "b"], ["a", "a"])
-    with pytest.raises(ValueError, match=r"^previous_jobs and current_jobs: "):
+    with pytest.raises(ValueError, match=r"^current_jobs: give previous_jobs and current_jobs"):
         market.warm_start_bids(np.ones((2, 3)), previous_jobs=["a", "b"])

@@ -7,63 +7,19 @@ gain, progress, ceilings, and budgets from 1 to 3^12.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.market_reference import Market
+from shockwave.testing import Market
+from shockwave.testing.strategies import markets
 
 TOL = 1e-7
 # Markets with equal budgets are well conditioned: solved tighter, checked tighter.
 FAIR_TOL = 1e-10
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """A reproducible random market (printed by hypothesis when a property fails)."""
-
-    jobs: int
-    rounds: int
-    seed: int
-    small_rounds: bool
-    idle_jobs: bool
-    progress: bool
-    budget_spread: bool
-    ceilings: bool
-
-    def build(self) -> Market:
-        jobs, rounds = self.jobs, self.rounds
-        rng = np.random.default_rng(self.seed)
-        gangs = rng.choice([1, 2, 4, 8], size=jobs, p=[0.55, 0.2, 0.15, 0.1])
-        supply = np.full(rounds, float(max(8, gangs.sum() // 3)))
-        if self.small_rounds and rounds > 1:
-            supply[rng.random(rounds) < 0.3] = 4.0  # too small for 8-GPU gangs
-            supply[0] = max(supply[0], 8.0)
-        base = rng.uniform(0.005, 0.1, jobs)[:, None]
-        valuations = base * rng.uniform(0.8, 1.2, (jobs, rounds))
-        if self.idle_jobs:
-            valuations[rng.random(jobs) < 0.15] = 0.0
-        progress = rng.uniform(0.0, 0.95, jobs) if self.progress else np.zeros(jobs)
-        budgets = 3.0 ** rng.integers(0, 13, jobs) if self.budget_spread else np.ones(jobs)
-        ceilings = np.ones(jobs) if self.ceilings else np.full(jobs, np.inf)
-        return Market(valuations, gangs.astype(np.int64), supply, budgets, progress, ceilings)
-
-
-def markets(*, max_jobs: int = 25, max_rounds: int = 8) -> st.SearchStrategy[Market]:
-    return st.builds(
-        Recipe,
-        jobs=st.integers(1, max_jobs),
-        rounds=st.integers(1, max_rounds),
-        seed=st.integers(0, 2**32 - 1),
-        small_rounds=st.booleans(),
-        idle_jobs=st.booleans(),
-        progress=st.booleans(),
-        budget_spread=st.booleans(),
-        ceilings=st.booleans(),
-    ).map(Recipe.build)
 
 
 def gains(market: Market, shares: np.ndarray) -> np.ndarray:

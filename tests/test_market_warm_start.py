@@ -177,8 +177,8 @@ def test_smoothing_spreads_a_share_of_each_row_over_the_window() -> None:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"previous_budgets": [1.0, 1.0]}, "give both or neither"),
-        ({"budgets": [1.0, 1.0]}, "give both or neither"),
+        ({"previous_budgets": [1.0, 1.0]}, "give previous_budgets and budgets together"),
+        ({"budgets": [1.0, 1.0]}, "give previous_budgets and budgets together"),
         ({"previous_budgets": [1.0], "budgets": [1.0, 1.0]}, "previous_budgets"),
         ({"previous_budgets": [1.0, -1.0], "budgets": [1.0, 1.0]}, "previous_budgets"),
         ({"previous_budgets": [1.0, 1.0], "budgets": [1.0, np.nan]}, "budgets"),

@@ -47,6 +47,11 @@ def jobs(draw: st.DrawFn, job_id: int) -> Job:
         total_steps=draw(optional_int),
         samples_per_epoch=draw(optional_int),
         trace_duration=draw(st.one_of(st.none(), st.floats(0, 1e9, allow_nan=False))),
+        source_id=draw(st.one_of(st.none(), st.text(max_size=12))),
+        user=draw(st.one_of(st.none(), st.text(max_size=12))),
+        vc=draw(st.one_of(st.none(), st.text(max_size=12))),
+        status=draw(st.one_of(st.none(), st.text(max_size=12))),
+        requested_gpus=draw(st.one_of(st.none(), st.floats(1e-3, 1.0))),
     )
 
 
@@ -128,7 +133,7 @@ def test_minimal_job_uses_defaults(tmp_path: Path) -> None:
     ("header", "job", "line", "field", "message"),
     [
         ({**HEADER, "format": "csv"}, JOB, 1, "format", "header with format"),
-        ({**HEADER, "version": 2}, JOB, 1, "version", "unsupported version 2"),
+        ({**HEADER, "version": 3}, JOB, 1, "version", "unsupported version 3"),
         ({**HEADER, "jobs": 3}, JOB, 1, "jobs", "announces 3 jobs but the file holds 1"),
         ({**HEADER, "extra": 1}, JOB, 1, None, "unknown header keys"),
         (HEADER, {k: v for k, v in JOB.items() if k != "gang_size"}, 2, "gang_size", "missing"),
@@ -219,3 +224,53 @@ def test_job_constructor_validates_directly() -> None:
     job = Job(0, 0.0, 1, "m", "d", "static", [1, 2], [1.0, 2.0])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="read-only"):
         job.batch_sizes[0] = 5
+
+
+def test_version_1_files_still_read_and_refuse_version_2_keys(tmp_path: Path) -> None:
+    version_1 = {**HEADER, "version": 1}
+    (job,) = read_native(write_lines(tmp_path, version_1, JOB))
+    assert job.source_id is None and job.status is None
+    for key, value in (("source_id", "x"), ("status", "Pass"), ("requested_gpus", 0.5)):
+        with pytest.raises(TraceError, match=f"unknown keys \\['{key}'\\] .format version 1"):
+            read_native(write_lines(tmp_path, version_1, {**JOB, key: value}))
+    with pytest.raises(TraceError, match="unknown header keys \\['conversion'\\]"):
+        read_native(write_lines(tmp_path, {**version_1, "conversion": {}}, JOB))
+
+
+def test_provenance_and_conversion_round_trip(tmp_path: Path) -> None:
+    job = {**JOB, "source_id": "application_1", "user": "alice", "vc": "vcA", "status": "Pass",
+           "requested_gpus": 1.5}  # fmt: skip
+    conversion = {"from": "pai", "input": "x", "read": 3, "kept": 1, "dropped": {"cpu_only": 2}}
+    workload = read_native(write_lines(tmp_path, {**HEADER, "conversion": conversion}, job))
+    (read,) = workload
+    assert (read.source_id, read.user, read.vc, read.status, read.requested_gpus) == (
+        "application_1", "alice", "vcA", "Pass", 1.5
+    )  # fmt: skip
+    assert workload.conversion == conversion
+    out = tmp_path / "again.jsonl"
+    write_native(workload, out)
+    again = read_native(out)
+    assert list(again) == list(workload) and again.conversion == conversion
+    other = Job(**{**vars(read), "status": "Killed"})
+    assert other != read
+
+
+@pytest.mark.parametrize(
+    ("job", "header", "field", "message"),
+    [
+        ({**JOB, "user": 7}, HEADER, "user", "must be a string"),
+        ({**JOB, "requested_gpus": 3}, HEADER, "requested_gpus", "at most the gang size 2"),
+        ({**JOB, "requested_gpus": 0}, HEADER, "requested_gpus", "> 0"),
+        (JOB, {**HEADER, "conversion": []}, "conversion", "must be an object"),
+        (JOB, {**HEADER, "conversion": {"kept": "7"}}, "conversion.kept", "integer"),
+        (JOB, {**HEADER, "conversion": {"dropped": {"x": 1.5}}}, "conversion.dropped", "counts"),
+        (JOB, {**HEADER, "conversion": {"from": 1}}, "conversion.from", "string"),
+    ],
+)
+def test_malformed_provenance(
+    tmp_path: Path, job: Any, header: Any, field: str, message: str
+) -> None:
+    path = write_lines(tmp_path, header, job)
+    with pytest.raises(TraceError, match=message) as info:
+        read_native(path)
+    assert info.value.field == field

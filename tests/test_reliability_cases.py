@@ -74,7 +74,7 @@ def test_huge_planning_rounds_in_a_config_file_are_refused_before_the_run(
     assert main([*SIMULATE, "--policy", "shockwave", "--config", str(config)]) == 3
     line = one_line_error(capsys.readouterr())
     assert str(config) in line and "planning_rounds" in line and "2048" in line
-    with pytest.raises(ValueError, match="planning_rounds must be >= 1 and at most 2048"):
+    with pytest.raises(ValueError, match="planning_rounds: must be >= 1 and at most 2048"):
         Shockwave(planning_rounds=rounds)
 
 

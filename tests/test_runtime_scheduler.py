@@ -312,3 +312,19 @@ def test_a_policy_error_stops_every_job_with_a_checkpoint_and_is_raised(tmp_path
     assert executor.closed
     kinds = [row[3] for row in journal.events()]
     assert "error" in kinds
+
+
+def test_start_delays_are_measured_per_launch(tmp_path: Path) -> None:
+    workload = make_workload()
+    faults = {(2, 0): Fault("crash", after=5.0)}
+    result, _, _ = run_fake(workload, "gandiva-fair", tmp_path, startup=0.7, faults=faults)
+    entries = [entry for job in result.start_seconds for entry in job]
+    assert len(entries) == sum(result.launches)
+    for _, delay, startup, _, crash in entries:
+        assert startup == pytest.approx(0.7)
+        # a launch for the round's dispatch waits for its process only (the fake's stopped
+        # jobs free their slots at once); a crash restart is not a start delay
+        assert delay == (0.0 if crash else pytest.approx(0.7))
+    position = [int(j.job_id) for j in workload.jobs].index(2)
+    assert [entry[4] for entry in result.start_seconds[position]].count(1.0) == 1
+    assert any(entry[3] == 1.0 for entry in entries)  # resumed from checkpoints

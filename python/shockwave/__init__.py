@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from shockwave.errors import JobFieldError, TraceError
+from shockwave.errors import InputError, JobFieldError, TraceError
 from shockwave.throughputs import ThroughputTable
 from shockwave.workload import Job, Workload
 
@@ -25,6 +25,7 @@ except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0+unknown"
 
 __all__ = [
+    "InputError",
     "Job",
     "JobFieldError",
     "ThroughputTable",

@@ -42,94 +42,93 @@ completion, report progress with :meth:`JobModels.observe` and measured throughp
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from shockwave import _core
+from shockwave.arguments import (
+    choice,
+    float_array,
+    int_array,
+    integer,
+    is_integer,
+    mapping,
+    real,
+)
 from shockwave.catalog import (
     ACCORDION_NEVER_ADAPTS,
     MODEL_FAMILIES,
     gns_staircase,
     model_family,
 )
+from shockwave.errors import InputError
 from shockwave.profiles import epoch_durations
 from shockwave.throughputs import ThroughputTable
 from shockwave.workload import Job
 
 #: Names of the remaining-runtime estimators.
 Estimator = Literal["markov", "dirichlet", "oracle"]
-ESTIMATORS: tuple[Estimator, ...] = ("markov", "dirichlet", "oracle")
+#: The estimators, as the core names them (the same strings as :data:`Estimator`).
+ESTIMATORS: tuple[Estimator, ...] = _core.ESTIMATORS
+#: The core's default estimator.
+DEFAULT_ESTIMATOR: Estimator = _core.DEFAULT_ESTIMATOR
 
-#: Round length of the original simulator, seconds (its ``time_per_iteration``).
-ROUND_SECONDS = 120.0
+ModelSettings = _core.ModelSettings
+"""Settings of the adaptation model shared by all jobs (see :class:`JobModels` for each one),
+validated by the core."""
+
+#: The core's default settings: the defaults of :class:`JobModels` and :func:`predict_remaining`.
+MODEL_DEFAULTS: ModelSettings = _core.ModelSettings()
+
+#: Round length of the original simulator, seconds (its ``time_per_iteration``): the default
+#: calibration window and prediction round.
+ROUND_SECONDS: float = MODEL_DEFAULTS.calibration_round_seconds
 
 __all__ = [
+    "DEFAULT_ESTIMATOR",
     "ESTIMATORS",
+    "MODEL_DEFAULTS",
     "ROUND_SECONDS",
     "Estimator",
     "JobModels",
     "JobState",
+    "ModelSettings",
     "Prediction",
     "predict_remaining",
     "runtime_regimes",
 ]
 
+Prediction = _core.Prediction
+"""Predictions for ``N`` jobs (rows in the order of ``job_ids``): a Rust object whose arrays are
+the core's buffers handed to numpy without copying, read-only.
 
-@dataclass(frozen=True)
-class Prediction:
-    """Predictions for ``N`` jobs (rows in the order of :attr:`job_ids`).
+Attributes:
+    job_ids: job ids, shape ``(N,)``, int64.
+    remaining_mean_seconds: expected remaining runtime if the job is served continuously on
+        its gang, seconds, shape ``(N,)``.
+    remaining_std_seconds: its standard deviation, seconds, shape ``(N,)``.
+    valuations: ``a[i, t]``, the expected fraction of job ``i``'s epochs gained in round ``t``
+        of the window under continuous service from now, shape ``(N, T)``.
+    offsets: ``c[i]``, the fraction of job ``i``'s epochs done, shape ``(N,)``.
+    round_seconds: length of one round of the window, seconds.
+    estimator: the estimator that produced these numbers.
 
-    Attributes:
-        job_ids: job ids, shape ``(N,)``, int64.
-        remaining_mean_seconds: expected remaining runtime if the job is served continuously on
-            its gang, seconds, shape ``(N,)``.
-        remaining_std_seconds: its standard deviation, seconds, shape ``(N,)``.
-        valuations: ``a[i, t]``, the expected fraction of job ``i``'s epochs gained in round ``t``
-            of the window under continuous service from now, shape ``(N, T)``.
-        offsets: ``c[i]``, the fraction of job ``i``'s epochs done, shape ``(N,)``.
-        round_seconds: length of one round of the window, seconds.
-        estimator: the estimator that produced these numbers.
-    """
+``len(prediction)`` is ``N``; ``prediction.longest_remaining_first()`` gives the job ids by
+descending expected remaining runtime (ties: ascending job id)."""
 
-    job_ids: npt.NDArray[np.int64]
-    remaining_mean_seconds: npt.NDArray[np.float64]
-    remaining_std_seconds: npt.NDArray[np.float64]
-    valuations: npt.NDArray[np.float64]
-    offsets: npt.NDArray[np.float64]
-    round_seconds: float
-    estimator: Estimator
+JobState = _core.JobState
+"""What :class:`JobModels` holds for one job (for inspection and tests).
 
-    def __len__(self) -> int:
-        return int(self.job_ids.shape[0])
-
-    def longest_remaining_first(self) -> npt.NDArray[np.int64]:
-        """Job ids by descending expected remaining runtime (ties: ascending job id)."""
-        order = np.lexsort((self.job_ids, -self.remaining_mean_seconds))
-        return self.job_ids[order]
-
-
-@dataclass(frozen=True)
-class JobState:
-    """What :class:`JobModels` holds for one job (for inspection and tests).
-
-    Attributes:
-        epochs_done: epochs completed plus the fraction of the current one.
-        current_batch_size: batch size of the epoch in progress.
-        batch_sizes: the job's regimes (candidate batch sizes), ascending.
-        window_factor: the ``dirichlet`` calibration multiplier of every planner duration (the
-            original's sticky rescale; 1 until a check falls outside the 40 % band).
-        rate_factors: the ``markov``/``oracle`` multiplier of each regime's profiled epoch
-            duration, aligned with :attr:`batch_sizes`.
-    """
-
-    epochs_done: float
-    current_batch_size: int
-    batch_sizes: npt.NDArray[np.int64]
-    window_factor: float
-    rate_factors: npt.NDArray[np.float64]
+Attributes:
+    epochs_done: epochs completed plus the fraction of the current one.
+    current_batch_size: batch size of the epoch in progress.
+    batch_sizes: the job's regimes (candidate batch sizes), ascending, int64.
+    window_factor: the ``dirichlet`` calibration multiplier of every planner duration (the
+        original's sticky rescale; 1 until a check falls outside the 40 % band).
+    rate_factors: the ``markov``/``oracle`` multiplier of each regime's profiled epoch
+        duration, aligned with ``batch_sizes``."""
 
 
 class JobModels:
@@ -154,35 +153,41 @@ class JobModels:
             it.
 
     Raises:
-        ValueError: naming the setting, if one is out of range.
+        InputError: naming the setting, if one is out of range.
     """
 
     def __init__(
         self,
-        estimator: Estimator = "markov",
+        estimator: Estimator = DEFAULT_ESTIMATOR,
         *,
-        round_durations: bool = True,
-        calibration_round_seconds: float = ROUND_SECONDS,
-        calibration_strength: float = 1.0,
-        prior_strength: float = 1.0,
-        backward_share: float = 0.05,
-        jump_decay: float = 0.25,
-        deadline: bool = True,
-        max_blocks: int = 16,
-        threads: int = 0,
+        round_durations: bool = MODEL_DEFAULTS.round_durations,
+        calibration_round_seconds: float = MODEL_DEFAULTS.calibration_round_seconds,
+        calibration_strength: float = MODEL_DEFAULTS.calibration_strength,
+        prior_strength: float = MODEL_DEFAULTS.prior_strength,
+        backward_share: float = MODEL_DEFAULTS.backward_share,
+        jump_decay: float = MODEL_DEFAULTS.jump_decay,
+        deadline: bool = MODEL_DEFAULTS.deadline,
+        max_blocks: int = MODEL_DEFAULTS.max_blocks,
+        threads: int = MODEL_DEFAULTS.threads,
     ) -> None:
-        self._estimator = _check_estimator(estimator)
-        self._core = _core.JobModelsCore(
+        self._estimator = choice(estimator, "estimator", ESTIMATORS)
+        settings = ModelSettings(
             round_durations=bool(round_durations),
-            calibration_round_seconds=_real("calibration_round_seconds", calibration_round_seconds),
-            calibration_strength=_real("calibration_strength", calibration_strength),
-            prior_strength=_real("prior_strength", prior_strength),
-            backward_share=_real("backward_share", backward_share),
-            jump_decay=_real("jump_decay", jump_decay),
+            calibration_round_seconds=real(calibration_round_seconds, "calibration_round_seconds"),
+            calibration_strength=real(calibration_strength, "calibration_strength"),
+            prior_strength=real(prior_strength, "prior_strength"),
+            backward_share=real(backward_share, "backward_share"),
+            jump_decay=real(jump_decay, "jump_decay"),
             deadline=bool(deadline),
-            max_blocks=_count("max_blocks", max_blocks),
-            threads=_count("threads", threads),
+            max_blocks=integer(max_blocks, "max_blocks", minimum=0),
+            threads=integer(threads, "threads", minimum=0),
         )
+        self._core = _core.JobModelsCore(settings)
+
+    @property
+    def settings(self) -> ModelSettings:
+        """The settings (the core's defaults where not given)."""
+        return self._core.settings
 
     @property
     def estimator(self) -> Estimator:
@@ -203,16 +208,16 @@ class JobModels:
         """Rebuild the container of :meth:`to_bytes`.
 
         Raises:
-            ValueError: naming ``state`` for bytes that are not such a state (every length,
+            InputError: naming ``state`` for bytes that are not such a state (every length,
                 index and value is checked before anything is allocated).
         """
         if not isinstance(data, bytes | bytearray | memoryview):
-            raise ValueError(f"state: expected bytes, got {type(data).__name__}")
+            raise InputError("state", f"expected bytes, got {type(data).__name__}")
         name, newline, core = bytes(data).partition(b"\n")
         if not newline or name.decode("ascii", "replace") not in ESTIMATORS:
-            raise ValueError("state: not a JobModels state (no estimator line)")
+            raise InputError("state", "not a JobModels state (no estimator line)")
         models = cls.__new__(cls)
-        models._estimator = _check_estimator(name.decode("ascii"))
+        models._estimator = choice(name.decode("ascii"), "estimator", ESTIMATORS)
         models._core = _core.JobModelsCore.from_bytes(core)
         return models
 
@@ -228,7 +233,7 @@ class JobModels:
         return len(self._core)
 
     def __contains__(self, job_id: object) -> bool:
-        if isinstance(job_id, bool) or not isinstance(job_id, (int, np.integer)):
+        if not is_integer(job_id):
             return False
         return int(job_id) in self._core
 
@@ -259,16 +264,16 @@ class JobModels:
                 steps/s.
 
         Raises:
-            ValueError: naming the field, for a held id or an invalid profile.
+            InputError: naming the field, for a held id or an invalid profile.
         """
-        extra = _mapping("extra_regimes", extra_regimes or {})
+        extra = mapping(extra_regimes or {}, "extra_regimes", _REGIMES)
         self._core.add(
-            _job_id(job_id),
-            _int_array("batch_sizes", batch_sizes),
-            _float_array("epoch_seconds", epoch_seconds),
-            _int_array("extra_regimes", list(extra.keys())),
-            _float_array("extra_regimes", list(extra.values())),
-            None if samples_per_epoch is None else _real("samples_per_epoch", samples_per_epoch),
+            integer(job_id, "job_id"),
+            int_array(batch_sizes, "batch_sizes"),
+            float_array(epoch_seconds, "epoch_seconds"),
+            int_array(list(extra.keys()), "extra_regimes"),
+            float_array(list(extra.values()), "extra_regimes"),
+            None if samples_per_epoch is None else real(samples_per_epoch, "samples_per_epoch"),
         )
 
     def add_job(self, job: Job, *, throughputs: ThroughputTable | None = None) -> None:
@@ -291,8 +296,8 @@ class JobModels:
         )
 
     def remove(self, job_id: int) -> None:
-        """Remove a job (on completion). Raises ``ValueError`` if it is not held."""
-        self._core.remove(_job_id(job_id))
+        """Remove a job (on completion). Raises ``InputError`` if it is not held."""
+        self._core.remove(integer(job_id, "job_id"))
 
     def observe(
         self,
@@ -318,22 +323,22 @@ class JobModels:
                 ``(K,)``; each must equal the job's newly completed epochs.
 
         Raises:
-            ValueError: naming the field (an unknown job, epochs going back or past the end, a
+            InputError: naming the field (an unknown job, epochs going back or past the end, a
                 batch size that is not one of the job's regimes, mismatched lengths). Nothing is
                 recorded when an entry is invalid.
         """
         if (completed_batch_sizes is None) != (completed_counts is None):
-            raise ValueError(
-                "completed_counts: give completed_batch_sizes and completed_counts together"
+            raise InputError(
+                "completed_counts", "give completed_batch_sizes and completed_counts together"
             )
         self._core.observe(
-            _int_array("job_ids", job_ids),
-            _float_array("epochs_done", epochs_done),
-            _int_array("current_batch_sizes", current_batch_sizes),
+            int_array(job_ids, "job_ids"),
+            float_array(epochs_done, "epochs_done"),
+            int_array(current_batch_sizes, "current_batch_sizes"),
             None
             if completed_batch_sizes is None
-            else _int_array("completed_batch_sizes", completed_batch_sizes),
-            None if completed_counts is None else _int_array("completed_counts", completed_counts),
+            else int_array(completed_batch_sizes, "completed_batch_sizes"),
+            None if completed_counts is None else int_array(completed_counts, "completed_counts"),
         )
 
     def observe_throughput(
@@ -361,18 +366,18 @@ class JobModels:
             steps_per_second: measured throughput, iterations/s (> 0).
 
         Raises:
-            ValueError: naming the field; nothing is recorded when an entry is invalid.
+            InputError: naming the field; nothing is recorded when an entry is invalid.
         """
         if (epoch_seconds is None) == (steps_per_second is None):
-            raise ValueError("epoch_seconds: give exactly one of epoch_seconds, steps_per_second")
+            raise InputError("epoch_seconds", "give exactly one of epoch_seconds, steps_per_second")
         if epoch_seconds is not None:
-            kind, values = "epoch_seconds", _float_array("epoch_seconds", epoch_seconds)
+            kind, values = "epoch_seconds", float_array(epoch_seconds, "epoch_seconds")
         else:
-            kind, values = "steps_per_second", _float_array("steps_per_second", steps_per_second)
+            kind, values = "steps_per_second", float_array(steps_per_second, "steps_per_second")
         self._core.observe_throughput(
-            _int_array("job_ids", job_ids),
-            _int_array("round_indices", round_indices),
-            _int_array("batch_sizes", batch_sizes),
+            int_array(job_ids, "job_ids"),
+            int_array(round_indices, "round_indices"),
+            int_array(batch_sizes, "batch_sizes"),
             values,
             kind,
         )
@@ -394,23 +399,22 @@ class JobModels:
             estimator: overrides the default estimator.
 
         Raises:
-            ValueError: naming the argument (an unknown job, a bad window, or ``"oracle"`` for a
+            InputError: naming the argument (an unknown job, a bad window, or ``"oracle"`` for a
                 job without a profile).
         """
-        chosen = self._estimator if estimator is None else _check_estimator(estimator)
-        seconds = _real("round_seconds", round_seconds)
-        ids, mean, std, valuations, offsets = self._core.predict(
-            _count("num_rounds", num_rounds),
-            seconds,
-            chosen,
-            None if job_ids is None else _int_array("job_ids", job_ids),
+        chosen = (
+            self._estimator if estimator is None else choice(estimator, "estimator", ESTIMATORS)
         )
-        return Prediction(ids, mean, std, valuations, offsets, seconds, chosen)
+        return self._core.predict(
+            integer(num_rounds, "num_rounds", minimum=0),
+            real(round_seconds, "round_seconds"),
+            chosen,
+            None if job_ids is None else int_array(job_ids, "job_ids"),
+        )
 
     def state(self, job_id: int) -> JobState:
         """The observed progress and calibration of one job."""
-        done, current, batch_sizes, window, rates = self._core.state(_job_id(job_id))
-        return JobState(done, current, batch_sizes.astype(np.int64), window, rates)
+        return self._core.state(integer(job_id, "job_id"))
 
 
 def predict_remaining(
@@ -418,9 +422,9 @@ def predict_remaining(
     epoch_seconds_by_batch_size: Mapping[int, float],
     total_epochs: int,
     *,
-    estimator: Estimator = "markov",
+    estimator: Estimator = DEFAULT_ESTIMATOR,
     epoch_fraction: float = 0.0,
-    round_durations: bool = True,
+    round_durations: bool = MODEL_DEFAULTS.round_durations,
 ) -> tuple[float, float]:
     """Remaining runtime ``(mean_seconds, std_seconds)`` of one job.
 
@@ -439,18 +443,19 @@ def predict_remaining(
         round_durations: ``dirichlet`` only: round durations to whole seconds like the original.
 
     Raises:
-        ValueError: naming the argument.
+        InputError: naming the argument.
     """
-    regimes = _mapping("epoch_seconds_by_batch_size", epoch_seconds_by_batch_size)
-    return _core.predict_remaining(
-        _int_array("batch_sizes_so_far", batch_sizes_so_far),
-        _int_array("epoch_seconds_by_batch_size", list(regimes.keys())),
-        _float_array("epoch_seconds_by_batch_size", list(regimes.values())),
-        _job_id(total_epochs, "total_epochs"),
-        estimator=_check_estimator(estimator),
-        epoch_fraction=_real("epoch_fraction", epoch_fraction),
+    regimes = mapping(epoch_seconds_by_batch_size, "epoch_seconds_by_batch_size", _REGIMES)
+    remaining = _core.predict_remaining(
+        int_array(batch_sizes_so_far, "batch_sizes_so_far"),
+        int_array(list(regimes.keys()), "epoch_seconds_by_batch_size"),
+        float_array(list(regimes.values()), "epoch_seconds_by_batch_size"),
+        integer(total_epochs, "total_epochs"),
+        estimator=choice(estimator, "estimator", ESTIMATORS),
+        epoch_fraction=real(epoch_fraction, "epoch_fraction"),
         round_durations=bool(round_durations),
     )
+    return remaining.mean_seconds, remaining.std_seconds
 
 
 def runtime_regimes(job: Job, throughputs: ThroughputTable) -> dict[int, float]:
@@ -494,79 +499,5 @@ def runtime_regimes(job: Job, throughputs: ThroughputTable) -> dict[int, float]:
     return {b: float(s) for b, s in zip(candidates, seconds, strict=True)}
 
 
-def _check_estimator(name: object) -> Estimator:
-    for known in ESTIMATORS:
-        if name == known:
-            return known
-    raise ValueError(f"estimator: must be one of {ESTIMATORS}, got {name!r}")
-
-
-#: Range of the integers the Rust core takes (signed 64-bit).
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _job_id(value: object, name: str = "job_id") -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name}: must be an integer, got {value!r}")
-    if not _INT64_MIN <= int(value) <= _INT64_MAX:
-        raise ValueError(f"{name}: must fit in a signed 64-bit integer, got {value!r}")
-    return int(value)
-
-
-def _count(name: str, value: object) -> int:
-    number = _job_id(value, name)
-    if number < 0:
-        raise ValueError(f"{name}: must be >= 0, got {number}")
-    return number
-
-
-def _real(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name}: must be a number, got {value!r}")
-    try:
-        return float(value)
-    except OverflowError:
-        raise ValueError(f"{name}: {value!r} is beyond double precision") from None
-
-
-def _mapping(name: str, value: object) -> dict[Any, Any]:
-    try:
-        return dict(value)  # type: ignore[call-overload,no-any-return]
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"{name}: must be a mapping of batch size to epoch seconds, got {value!r:.60}"
-        ) from None
-
-
-def _as_1d(name: str, values: Any) -> npt.NDArray[Any]:
-    try:
-        array = np.asarray(values)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name}: not a numeric sequence ({exc})") from None
-    if array.ndim != 1:
-        raise ValueError(f"{name}: must be a 1-D sequence, got shape {array.shape}")
-    return array
-
-
-def _int_array(name: str, values: Any) -> npt.NDArray[np.int64]:
-    array = _as_1d(name, values)
-    if array.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if array.dtype.kind == "f":
-        if not np.isfinite(array).all() or (array != np.round(array)).any():
-            raise ValueError(f"{name}: entries must be integers")
-        if (np.abs(array) >= 2.0**63).any():
-            raise ValueError(f"{name}: entries must fit in a signed 64-bit integer")
-    elif array.dtype.kind == "u":
-        if (array > _INT64_MAX).any():
-            raise ValueError(f"{name}: entries must fit in a signed 64-bit integer")
-    elif array.dtype.kind != "i":
-        raise ValueError(f"{name}: entries must be integers, got dtype {array.dtype}")
-    return np.ascontiguousarray(array, dtype=np.int64)
-
-
-def _float_array(name: str, values: Any) -> npt.NDArray[np.float64]:
-    array = _as_1d(name, values)
-    if array.size and array.dtype.kind not in "iuf":
-        raise ValueError(f"{name}: entries must be numbers, got dtype {array.dtype}")
-    return np.ascontiguousarray(array, dtype=np.float64)
+#: What the regime mappings hold (for their error messages).
+_REGIMES = "batch size to epoch seconds"

@@ -39,13 +39,24 @@ Warm start across rounds (what a receding-horizon scheduler does)::
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shockwave import _core
+from shockwave.arguments import (
+    INT64_MAX,
+    as_array,
+    floats,
+    is_integer,
+    is_number,
+    matrix,
+    per_job,
+    vector,
+)
+from shockwave.arguments import gang_sizes as _gang_sizes
+from shockwave.errors import InputError
 from shockwave.id_lookup import has_repeats, positions_of
 
 #: Job identifiers of a market's rows: any unique hashables, or an integer numpy array.
@@ -53,9 +64,13 @@ JobIds = Sequence[Hashable] | NDArray[np.integer]
 
 __all__ = [
     "MAX_INTERIOR_POINT_ROUNDS",
+    "METHODS",
+    "SOLVER_DEFAULTS",
     "JobIds",
     "MarketSolution",
     "Method",
+    "SolverSettings",
+    "SolverStatus",
     "align_bids",
     "round_schedule",
     "shift_bids",
@@ -72,162 +87,89 @@ bytes); windows are limited to :data:`MAX_INTERIOR_POINT_ROUNDS` rounds.
 iterations, ``O(N T)`` memory and time each, no limit on ``T``; fast to a 1e-4 gap, slow to
 1e-6)."""
 
+#: The methods, as the core names them (the same strings as :data:`Method`).
+METHODS: tuple[Method, ...] = _core.SOLVER_METHODS
+
 #: Longest window (``T`` rounds) the interior-point method accepts (64 MiB of price system, about
 #: a second per factorisation at this size); the Shockwave policy plans 20 rounds by default.
-MAX_INTERIOR_POINT_ROUNDS = 2048
-
-
-@dataclass(frozen=True)
-class MarketSolution:
-    """A solved market: equilibrium shares and prices with their certificate.
-
-    Attributes:
-        shares: ``(N, T)`` fraction of round ``t`` during which job ``i`` holds its gang, in
-            ``[0, 1]``; feasible (no round oversold, no ceiling passed) whatever ``converged``.
-        prices: ``(T,)`` price of one GPU for one round, in budget units (0 for a round that is
-            not sold out).
-        utilities: ``(N,)`` ``u_i = c_i + sum_t a_it x_it`` of ``shares`` (fraction of epochs).
-        bids: ``(N, T)`` proportional-response bids at this equilibrium, in budget units:
-            ``b_it = w'_i a_it x_it / u_i`` where ``w'_i`` is the budget (less, for a job at its
-            ceiling, the part it does not use). ``sum_t b_it = w'_i (u_i - c_i) / u_i`` and
-            ``b_it >= n_i p_t x_it``, with equality where ``0 < x_it < 1`` (a job holding its
-            whole gang pays a rent for the cap). The warm start of the next solve. With
-            ``method="proportional_response"``: the method's own last bids instead (close to
-            these once converged), so that a warm start resumes the iteration where it stopped.
-        objective: ``sum_i w_i log u_i`` over the jobs in the objective.
-        dual_bound: the dual bound at ``prices`` (``>= objective``).
-        gap: ``(dual_bound - objective) / sum_i w_i`` (relative duality gap).
-        iterations: iterations of both methods together.
-        pr_iterations: proportional-response iterations among them.
-        ipm_iterations: interior-point iterations among them.
-        converged: whether ``gap <= tol``; a solve that stopped at ``max_iter`` (or stalled)
-            reports ``False`` with its best certified answer.
-    """
-
-    shares: NDArray[np.float64]
-    prices: NDArray[np.float64]
-    utilities: NDArray[np.float64]
-    bids: NDArray[np.float64]
-    objective: float
-    dual_bound: float
-    gap: float
-    iterations: int
-    pr_iterations: int
-    ipm_iterations: int
-    converged: bool
-
-    @property
-    def jobs(self) -> int:
-        """Number of jobs ``N``."""
-        return int(self.shares.shape[0])
-
-    @property
-    def rounds(self) -> int:
-        """Number of rounds ``T`` in the planning window."""
-        return int(self.shares.shape[1])
-
-    def shifted_bids(self, rounds: int = 1) -> NDArray[np.float64]:
-        """This solution's bids shifted ``rounds`` rounds forward (see :func:`shift_bids`)."""
-        return shift_bids(self.bids, rounds)
-
+MAX_INTERIOR_POINT_ROUNDS: int = _core.MAX_INTERIOR_POINT_ROUNDS
 
 #: Longest window (rounds) any function here accepts, as the Rust core.
-MAX_ROUNDS = 2**32
-#: Largest ``max_iter`` and ``warmup_iterations`` accepted (a signed 64-bit count).
-MAX_ITERATIONS = 2**63 - 1
+MAX_ROUNDS: int = _core.MAX_ROUNDS
+
+SolverSettings = _core.SolverSettings
+"""Settings of a solve (``tol``, ``max_iter``, ``method``, ``warmup_iterations``), validated by
+the core; :func:`solve` builds them from its arguments."""
+
+#: The core's default settings: the defaults of :func:`solve`.
+SOLVER_DEFAULTS: SolverSettings = _core.SolverSettings()
+
+SolverStatus = _core.SolverStatus
+"""Why the solver stopped (:attr:`MarketSolution.status`):
+
+* ``CONVERGED``: the certified relative duality gap is at most ``tol``;
+* ``ITERATION_LIMIT``: ``max_iter`` iterations ran first (more iterations, or a warm start, may
+  reach ``tol``);
+* ``STALLED``: the interior-point method stopped making progress (its barrier and supply residual
+  stopped falling, its certificate stopped improving, or it ran its own cap of 300 iterations):
+  typical of budgets spanning many orders of magnitude at a tight ``tol``; a cold start, a looser
+  ``tol`` or ``"proportional_response"`` may do better;
+* ``NUMERICAL_TROUBLE``: the price system could not be factored, a Newton direction was not
+  finite or could not be refined, or the certificate overflowed in the caller's units.
+
+``status.value`` is the lower-case name (``"converged"``, ...). ``converged`` is
+``status == SolverStatus.CONVERGED``."""
+
+MarketSolution = _core.MarketSolution
+"""A solved market: equilibrium shares and prices with their certificate (a Rust object whose
+arrays are the core's buffers, handed to numpy without copying, read-only).
+
+Attributes:
+    shares: ``(N, T)`` fraction of round ``t`` during which job ``i`` holds its gang, in
+        ``[0, 1]``; feasible (no round oversold, no ceiling passed) whatever ``converged``.
+    prices: ``(T,)`` price of one GPU for one round, in budget units (0 for a round that is
+        not sold out).
+    utilities: ``(N,)`` ``u_i = c_i + sum_t a_it x_it`` of ``shares`` (fraction of epochs).
+    bids: ``(N, T)`` proportional-response bids at this equilibrium, in budget units:
+        ``b_it = w'_i a_it x_it / u_i`` where ``w'_i`` is the budget (less, for a job at its
+        ceiling, the part it does not use). ``sum_t b_it = w'_i (u_i - c_i) / u_i`` and
+        ``b_it >= n_i p_t x_it``, with equality where ``0 < x_it < 1`` (a job holding its
+        whole gang pays a rent for the cap). The warm start of the next solve. With
+        ``method="proportional_response"``: the method's own last bids instead (close to
+        these once converged), so that a warm start resumes the iteration where it stopped.
+    objective: ``sum_i w_i log u_i`` over the jobs in the objective.
+    dual_bound: the dual bound at ``prices`` (``>= objective``).
+    gap: ``(dual_bound - objective) / sum_i w_i`` (relative duality gap).
+    iterations: iterations of both methods together.
+    pr_iterations: proportional-response iterations among them.
+    ipm_iterations: interior-point iterations among them.
+    converged: whether ``gap <= tol`` (with a finite certificate).
+    status: why the solver stopped (:data:`SolverStatus`); every solve that did not converge
+        says why, with its best certified answer.
+    jobs: number of jobs ``N``.
+    rounds: number of rounds ``T`` in the planning window.
+
+``shifted_bids(rounds=1)`` returns the bids shifted ``rounds`` rounds forward (see
+:func:`shift_bids`). Solutions pickle (the policy's checkpoints hold them)."""
 
 
-def _floats(value: object, argument: str) -> NDArray[np.float64]:
-    """``value`` as a C-contiguous float64 array; ``ValueError`` naming ``argument`` if it is
-    not numeric."""
-    if value is None:  # numpy would read it as NaN
-        raise ValueError(f"{argument}: expected numbers, got None")
-    try:
-        array = np.asarray(value, dtype=np.float64)
-        return array if array.ndim == 0 else np.ascontiguousarray(array)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"{argument}: expected numbers, got {value!r:.80} ({exc})") from None
-
-
-def _raw(value: object, argument: str) -> NDArray[Any]:
-    """``np.asarray(value)``; ``ValueError`` naming ``argument`` when numpy cannot make an array
-    of it (a ragged list)."""
-    try:
-        return np.asarray(value)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"{argument}: not an array ({exc})") from None
-
-
-def _iterations(value: object, argument: str, *, optional: bool = False) -> int | None:
-    if optional and value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | np.integer)
-        or not 1 <= value <= MAX_ITERATIONS
-    ):
-        wanted = "a positive integer" + (" or None" if optional else "")
-        raise ValueError(f"{argument}: expected {wanted} up to 2**63 - 1, got {value!r}")
+def _iterations(value: object, argument: str) -> int:
+    if not is_integer(value) or not 1 <= int(value) <= INT64_MAX:
+        raise InputError(argument, f"expected a positive integer up to 2**63 - 1, got {value!r}")
     return int(value)
 
 
-def _vector(value: ArrayLike, argument: str, length: int) -> NDArray[np.float64]:
-    array = _floats(value, argument)
-    if array.shape != (length,):
-        raise ValueError(f"{argument}: expected shape ({length},), got {array.shape}")
-    return array
-
-
-def _budget_vector(value: ArrayLike, argument: str, length: int) -> NDArray[np.float64]:
-    array = _vector(value, argument, length)
-    if not (np.isfinite(array).all() and (array >= 0).all()):
-        raise ValueError(f"{argument}: expected finite values >= 0")
-    return array
-
-
-def _per_job(value: ArrayLike, argument: str, jobs: int) -> NDArray[np.float64]:
-    array = _floats(value, argument)
-    if array.ndim == 0:
-        return np.full(jobs, float(array))
-    return _vector(array, argument, jobs)
-
-
-def _matrix(value: ArrayLike, argument: str) -> NDArray[np.float64]:
-    array = _floats(value, argument)
-    if array.ndim != 2:
-        raise ValueError(f"{argument}: expected a 2-D (jobs, rounds) array, got {array.ndim}-D")
-    return array
-
-
-def _gang_sizes(value: ArrayLike, jobs: int) -> NDArray[np.int64]:
-    raw = _raw(value, "gang_sizes")
-    if raw.shape != (jobs,):
-        raise ValueError(f"gang_sizes: expected shape ({jobs},), got {raw.shape}")
-    if raw.dtype == np.bool_ or not (
-        np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)
-    ):
-        raise ValueError(f"gang_sizes: expected integer GPU counts, got dtype {raw.dtype}")
-    if np.issubdtype(raw.dtype, np.floating) and not (
-        np.all(np.isfinite(raw)) and np.all(raw == np.round(raw))
-    ):
-        raise ValueError("gang_sizes: expected integer GPU counts, got non-integral values")
-    if raw.size and (
-        (raw.dtype.kind == "f" and not np.all(np.abs(raw) < 2.0**63))
-        or (raw.dtype.kind == "u" and int(raw.max()) >= 2**63)
-    ):
-        raise ValueError("gang_sizes: a gang size does not fit in a 64-bit integer")
-    return np.ascontiguousarray(raw, dtype=np.int64)
-
-
 def _supply(value: ArrayLike, rounds: int, window: str = "valuations") -> NDArray[np.float64]:
-    array = _floats(value, "supply")
+    supply = floats(value, "supply")
     if rounds > MAX_ROUNDS:  # before the scalar is spread over the rounds
-        raise ValueError(f"{window}: {rounds} rounds; a window may have at most 2**32")
-    if array.ndim == 0:
-        if not (np.isfinite(array) and array >= 0):  # checked even when there are no rounds
-            raise ValueError(f"supply: expected a finite number of GPUs >= 0, got {float(array)}")
-        return np.full(rounds, float(array))
-    return _vector(array, "supply", rounds)
+        raise InputError(window, f"{rounds} rounds; a window may have at most 2**32")
+    if supply.ndim == 0:
+        if not (np.isfinite(supply) and supply >= 0):  # checked even when there are no rounds
+            raise InputError(
+                "supply", f"expected a finite number of GPUs >= 0, got {float(supply)}"
+            )
+        return np.full(rounds, float(supply))
+    return vector(supply, "supply", rounds)
 
 
 def solve(
@@ -238,11 +180,11 @@ def solve(
     budgets: ArrayLike | None = None,
     progress: ArrayLike | None = None,
     ceilings: ArrayLike | None = None,
-    tol: float = 1e-6,
-    max_iter: int = 20_000,
+    tol: float = SOLVER_DEFAULTS.tol,
+    max_iter: int = SOLVER_DEFAULTS.max_iter,
     warm_start: MarketSolution | ArrayLike | None = None,
-    method: Method = "interior_point",
-    warmup_iterations: int | None = None,
+    method: Method = SOLVER_DEFAULTS.method,
+    warmup_iterations: int | None = SOLVER_DEFAULTS.warmup_iterations,
 ) -> MarketSolution:
     """Compute the market equilibrium (the Eisenberg-Gale optimum) to a certified gap.
 
@@ -257,7 +199,8 @@ def solve(
         ceilings: ``(N,)`` utility ceilings ``ubar_i > c_i`` (default 1: the job is finished);
             ``inf`` disables a job's ceiling. ``budgets``, ``progress`` and ``ceilings`` may
             also be scalars, shared by every job.
-        tol: target relative duality gap (see the module documentation), ``> 0``.
+        tol: target relative duality gap (see the module documentation), ``> 0`` (default:
+            :data:`SOLVER_DEFAULTS`, the core's).
         max_iter: most iterations, both methods together (``>= 1``).
         warm_start: bids aligned with this market (``(N, T)``, budget units), or a
             :class:`MarketSolution` of this same market (its ``bids``). For the next round's
@@ -270,17 +213,18 @@ def solve(
             interior-point method (``None``: 5 from a cold start, 1 from a warm start).
 
     Returns:
-        The :class:`MarketSolution`; ``converged`` says whether ``gap <= tol``.
+        The :class:`MarketSolution`; ``converged`` says whether ``gap <= tol``, ``status`` why
+        the solver stopped.
 
     Raises:
-        ValueError: naming the argument, for a wrong shape, a non-numeric value, NaN or infinity
-            (``inf`` is allowed in ``ceilings``), a negative value, a gang size of 0 or larger
-            than every round's supply, progress outside ``[0, 1)``, a ceiling not above the
-            progress, budgets whose sum overflows double precision (only their ratios matter:
-            scale them down), a job without a ceiling whose reachable utility overflows, a
-            window over :data:`MAX_INTERIOR_POINT_ROUNDS` rounds with the interior-point method,
-            a market whose working memory exceeds the machine's available memory, or invalid
-            ``tol``, ``max_iter``, ``method`` or ``warm_start``.
+        InputError: (a ``ValueError``) whose ``argument`` names the argument, for a wrong shape, a
+            non-numeric value, NaN or infinity (``inf`` is allowed in ``ceilings``), a negative
+            value, a gang size of 0 or larger than every round's supply, progress outside ``[0,
+            1)``, a ceiling not above the progress, budgets whose sum overflows double precision
+            (only their ratios matter: scale them down), a job without a ceiling whose reachable
+            utility overflows, a window over :data:`MAX_INTERIOR_POINT_ROUNDS` rounds with the
+            interior-point method, a market whose working memory exceeds the machine's available
+            memory, or invalid ``tol``, ``max_iter``, ``method`` or ``warm_start``.
 
     Magnitudes: budgets, valuations and warm-start bids of any finite magnitude are handled
     (budgets are normalised by their sum, each job's utilities by its reach, and a warm-start row
@@ -289,67 +233,33 @@ def solve(
 
     The GIL is released during the solve. The same inputs give bit-for-bit the same outputs.
     """
-    a = _matrix(valuations, "valuations")
+    a = matrix(valuations, "valuations")
     jobs, rounds = a.shape
     gangs = _gang_sizes(gang_sizes, jobs)
     g = _supply(supply, rounds)
-    w = np.ones(jobs) if budgets is None else _per_job(budgets, "budgets", jobs)
-    c = np.zeros(jobs) if progress is None else _per_job(progress, "progress", jobs)
-    ubar = np.ones(jobs) if ceilings is None else _per_job(ceilings, "ceilings", jobs)
+    w = np.ones(jobs) if budgets is None else per_job(budgets, "budgets", jobs)
+    c = np.zeros(jobs) if progress is None else per_job(progress, "progress", jobs)
+    ubar = np.ones(jobs) if ceilings is None else per_job(ceilings, "ceilings", jobs)
     if isinstance(warm_start, MarketSolution):
         warm_start = warm_start.bids
     warm = None
     if warm_start is not None:
-        warm = _matrix(warm_start, "warm_start")
+        warm = matrix(warm_start, "warm_start")
         if warm.shape != a.shape:
-            raise ValueError(f"warm_start: expected shape {a.shape}, got {warm.shape}")
-    iterations = _iterations(max_iter, "max_iter")
-    assert iterations is not None
-    warmup = _iterations(warmup_iterations, "warmup_iterations", optional=True)
-    if isinstance(tol, bool) or not isinstance(tol, int | float | np.integer | np.floating):
-        raise ValueError(f"tol: expected a positive number, got {tol!r}")
-    if method not in ("interior_point", "proportional_response"):
-        raise ValueError(
-            f"method: expected 'interior_point' or 'proportional_response', got {method!r}"
-        )
-    (
-        shares,
-        prices,
-        utilities,
-        bids,
-        objective,
-        dual_bound,
-        gap,
-        iterations,
-        pr_iterations,
-        ipm_iterations,
-        converged,
-    ) = _core.solve_market(
-        a,
-        gangs,
-        g,
-        w,
-        c,
-        ubar,
-        float(tol),
-        iterations,
-        str(method),
-        warmup,
-        warm,
+            raise InputError("warm_start", f"expected shape {a.shape}, got {warm.shape}")
+    if not is_number(tol):
+        raise InputError("tol", f"expected a positive number, got {tol!r}")
+    settings = SolverSettings(
+        tol=float(tol),
+        max_iter=_iterations(max_iter, "max_iter"),
+        method=method if isinstance(method, str) else repr(method),
+        warmup_iterations=(
+            None
+            if warmup_iterations is None
+            else _iterations(warmup_iterations, "warmup_iterations")
+        ),
     )
-    return MarketSolution(
-        shares=shares,
-        prices=prices,
-        utilities=utilities,
-        bids=bids,
-        objective=objective,
-        dual_bound=dual_bound,
-        gap=gap,
-        iterations=iterations,
-        pr_iterations=pr_iterations,
-        ipm_iterations=ipm_iterations,
-        converged=converged,
-    )
+    return _core.solve_market(a, gangs, g, w, c, ubar, settings, warm)
 
 
 def shift_bids(bids: ArrayLike, rounds: int = 1) -> NDArray[np.float64]:
@@ -359,12 +269,11 @@ def shift_bids(bids: ArrayLike, rounds: int = 1) -> NDArray[np.float64]:
     old last column (the job's latest spending rate). With ``rounds >= T`` every row is zero
     (cold start).
     """
-    if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
-        raise ValueError(f"rounds: expected a nonnegative integer, got {rounds!r}")
-    matrix = _matrix(bids, "bids")
-    if matrix.ndim == 2:  # any shift of T rounds or more gives all zeros: cap it there
-        rounds = min(int(rounds), matrix.shape[1])
-    return _core.shift_market_bids(matrix, int(rounds))
+    if not is_integer(rounds) or rounds < 0:
+        raise InputError("rounds", f"expected a nonnegative integer, got {rounds!r}")
+    bid_matrix = matrix(bids, "bids")
+    # any shift of T rounds or more gives all zeros: cap it there
+    return _core.shift_market_bids(bid_matrix, min(int(rounds), bid_matrix.shape[1]))
 
 
 def align_bids(
@@ -378,14 +287,14 @@ def align_bids(
     Job identifiers must be unique in each sequence. Integer identifiers (a sequence or a numpy
     array) are matched by sorting, in O(N log N); other hashables through a dictionary.
     """
-    old = _matrix(bids, "bids")
+    old = matrix(bids, "bids")
     if old.shape[0] != len(previous_jobs):
-        raise ValueError(
-            f"previous_jobs: {len(previous_jobs)} identifiers for {old.shape[0]} rows of bids"
+        raise InputError(
+            "previous_jobs", f"{len(previous_jobs)} identifiers for {old.shape[0]} rows of bids"
         )
     aligned = np.zeros((len(current_jobs), old.shape[1]))
-    previous_ids = _raw(previous_jobs, "previous_jobs")
-    current_ids = _raw(current_jobs, "current_jobs")
+    previous_ids = as_array(previous_jobs, "previous_jobs")
+    current_ids = as_array(current_jobs, "current_jobs")
     if (
         previous_ids.ndim == current_ids.ndim == 1
         and previous_ids.dtype.kind in "iu"
@@ -394,16 +303,16 @@ def align_bids(
         # Integer identifiers (the policy's job ids): sort once and match by binary search.
         for ids, name in ((previous_ids, "previous_jobs"), (current_ids, "current_jobs")):
             if has_repeats(ids):
-                raise ValueError(f"{name}: identifiers must be unique")
+                raise InputError(name, "identifiers must be unique")
         rows = positions_of(previous_ids, current_ids)
         found = rows >= 0
         aligned[found] = old[rows[found]]
         return aligned
     row_of = {job: row for row, job in enumerate(previous_jobs)}
     if len(row_of) != len(previous_jobs):
-        raise ValueError("previous_jobs: identifiers must be unique")
+        raise InputError("previous_jobs", "identifiers must be unique")
     if len(set(current_jobs)) != len(current_jobs):
-        raise ValueError("current_jobs: identifiers must be unique")
+        raise InputError("current_jobs", "identifiers must be unique")
     for row, job in enumerate(current_jobs):
         previous = row_of.get(job)
         if previous is not None:
@@ -444,18 +353,18 @@ def warm_start_bids(
     costs iterations instead.
     """
     if not (isinstance(smoothing, int | float) and 0.0 <= smoothing <= 1.0):
-        raise ValueError(f"smoothing: expected a number in [0, 1], got {smoothing!r}")
+        raise InputError("smoothing", f"expected a number in [0, 1], got {smoothing!r}")
     bids = previous.bids if isinstance(previous, MarketSolution) else previous
     shifted = shift_bids(bids, elapsed_rounds)
     if (previous_budgets is None) != (budgets is None):
-        raise ValueError("previous_budgets and budgets: give both or neither")
+        raise InputError("budgets", "give previous_budgets and budgets together, or neither")
     if (previous_jobs is None) != (current_jobs is None):
-        raise ValueError("previous_jobs and current_jobs: give both or neither")
+        raise InputError("current_jobs", "give previous_jobs and current_jobs together, or neither")
     budget_pair = None
     if previous_budgets is not None and budgets is not None:
         if not (isinstance(max_budget_change, int | float) and 1.0 <= max_budget_change < np.inf):
-            raise ValueError(
-                f"max_budget_change: expected a finite number >= 1, got {max_budget_change!r}"
+            raise InputError(
+                "max_budget_change", f"expected a finite number >= 1, got {max_budget_change!r}"
             )
         rows = shifted.shape[0] if current_jobs is None else len(current_jobs)
         budget_pair = (
@@ -482,6 +391,13 @@ def warm_start_bids(
     if smoothing > 0.0 and shifted.size:
         shifted = (1.0 - smoothing) * shifted + smoothing * shifted.mean(axis=1, keepdims=True)
     return shifted
+
+
+def _budget_vector(value: ArrayLike, argument: str, length: int) -> NDArray[np.float64]:
+    array = vector(value, argument, length)
+    if not (np.isfinite(array).all() and (array >= 0).all()):
+        raise InputError(argument, "expected finite values >= 0")
+    return array
 
 
 def round_schedule(
@@ -518,19 +434,19 @@ def round_schedule(
         ``(N, T)`` booleans: ``True`` where job ``i`` runs its whole gang in round ``t``.
 
     Raises:
-        ValueError: naming the argument, for a wrong shape, a share outside ``[0, 1]``, a gang
-            size below 1, a negative or non-finite supply or deficit, or an invalid backfill
-            order (unknown or repeated job).
+        InputError: (a ``ValueError``) naming the argument, for a wrong shape, a share outside
+            ``[0, 1]``, a gang size below 1, a negative or non-finite supply or deficit, or an
+            invalid backfill order (unknown or repeated job).
     """
-    x = _matrix(shares, "shares")
+    x = matrix(shares, "shares")
     jobs, rounds = x.shape
     gangs = _gang_sizes(gang_sizes, jobs)
     g = _supply(supply, rounds, "shares")
     order = None
     if backfill_order is not None:
-        raw = _raw(backfill_order, "backfill_order")
+        raw = as_array(backfill_order, "backfill_order")
         if raw.ndim != 1 or (raw.size > 0 and not np.issubdtype(raw.dtype, np.integer)):
-            raise ValueError("backfill_order: expected a 1-D sequence of integer job indices")
+            raise InputError("backfill_order", "expected a 1-D sequence of integer job indices")
         order = np.ascontiguousarray(raw, dtype=np.int64)
-    owed = None if deficit is None else _vector(deficit, "deficit", jobs)
+    owed = None if deficit is None else vector(deficit, "deficit", jobs)
     return _core.round_market_schedule(x, gangs, g, order, owed)

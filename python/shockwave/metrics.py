@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    import pandas as pd
+from shockwave.scheduling.record import SimulationRecord
 
-    from shockwave.sim.record import SimulationRecord
+if TYPE_CHECKING:
+    import pandas as pd  # imported when a frame is asked for (it takes a while to import)
 
 FloatArray = npt.NDArray[np.float64]
 

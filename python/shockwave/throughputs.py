@@ -19,6 +19,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from shockwave.arguments import is_number
 from shockwave.errors import TraceError
 
 _JOB_TYPE = re.compile(r"^(?P<model>[^ ]+) \(batch size (?P<bs>\d+)\)$")
@@ -189,7 +190,7 @@ class ThroughputTable:
 
 
 def _check_throughput(value: Any, source: str, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value, numpy=False):
         raise TraceError(f"throughput must be a number, got {value!r}", path=source, field=key)
     thr = float(value)
     if not math.isfinite(thr) or thr < 0:

@@ -9,13 +9,14 @@ job's step count and the throughput table, which jobs read from a ``.trace`` fil
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.arguments import is_integer
 from shockwave.catalog import ADAPTATION_MODES, AdaptationMode
 from shockwave.errors import JobFieldError
 from shockwave.job.spec import RunSpec
@@ -28,6 +29,9 @@ from shockwave.limits import (
     MIN_WEIGHT,
 )
 from shockwave.throughputs import ThroughputTable, format_job_type
+
+#: Text fields of a job converted from a production trace (see :class:`Job`).
+PROVENANCE_FIELDS = ("source_id", "user", "vc", "status")
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +61,13 @@ class Job:
             runnable job the profile is its *planning* profile: the batch sizes it may reach (its
             regimes) and the expected duration of each epoch; the real job decides its own batch
             sizes as it trains.
+        source_id, user, vc, status: provenance of a job converted from a production cluster
+            trace (:mod:`shockwave.traces.production`): the trace's job id, the submitting user,
+            the virtual cluster and the job's final status there, as the trace writes them;
+            ``None`` when unknown. Informational: the simulator does not read them.
+        requested_gpus: GPUs the trace's job asked for when that is not a whole number (Alibaba
+            PAI's fractional GPUs, summed over the job's instances), whereas ``gang_size`` counts
+            every instance's share as a whole GPU; ``None`` otherwise. Informational.
     """
 
     job_id: int
@@ -72,6 +83,11 @@ class Job:
     samples_per_epoch: int | None = None
     trace_duration: float | None = None
     run: RunSpec | None = None
+    source_id: str | None = None
+    user: str | None = None
+    vc: str | None = None
+    status: str | None = None
+    requested_gpus: float | None = None
 
     def __post_init__(self) -> None:
         bs = _as_array(self.job_id, "batch_sizes", self.batch_sizes, "iu", np.int64)
@@ -127,6 +143,11 @@ class Job:
             and self.samples_per_epoch == other.samples_per_epoch
             and self.trace_duration == other.trace_duration
             and self.run == other.run
+            and self.source_id == other.source_id
+            and self.user == other.user
+            and self.vc == other.vc
+            and self.status == other.status
+            and self.requested_gpus == other.requested_gpus
         )
 
     __hash__ = None  # type: ignore[assignment]  # mutable-looking arrays: not hashable
@@ -138,7 +159,7 @@ def _check_job(job: Job) -> None:
     def bad(field_name: str, reason: str) -> JobFieldError:
         return JobFieldError(job.job_id, field_name, reason)
 
-    if isinstance(job.job_id, bool) or not isinstance(job.job_id, (int, np.integer)):
+    if not is_integer(job.job_id):
         raise bad("id", f"must be an integer, got {job.job_id!r}")
     if not -INT64_MAX - 1 <= job.job_id <= INT64_MAX:
         raise bad("id", f"must fit in a signed 64-bit integer, got {job.job_id!r}")
@@ -147,7 +168,7 @@ def _check_job(job: Job) -> None:
             "arrival_time",
             f"must be finite and >= 0 (at most {MAX_SECONDS:g} s), got {job.arrival_time!r}",
         )
-    if isinstance(job.gang_size, bool) or not isinstance(job.gang_size, (int, np.integer)):
+    if not is_integer(job.gang_size):
         raise bad("gang_size", f"must be an integer, got {job.gang_size!r}")
     if not 1 <= job.gang_size <= INT64_MAX:
         raise bad("gang_size", f"must be >= 1 GPU (and fit in 64 bits), got {job.gang_size}")
@@ -164,18 +185,14 @@ def _check_job(job: Job) -> None:
             "epoch_seconds",
             f"has {job.epoch_seconds.size} entries but batch_sizes has {job.batch_sizes.size}",
         )
-    if (job.batch_sizes < 1).any():
+    if job.batch_sizes.min() < 1:
         raise bad("batch_sizes", "every batch size must be >= 1")
-    if not np.isfinite(job.epoch_seconds).all() or (job.epoch_seconds <= 0).any():
-        raise bad("epoch_seconds", "every epoch duration must be finite and > 0 seconds")
-    if (job.epoch_seconds < MIN_EPOCH_SECONDS).any():
-        raise bad(
-            "epoch_seconds",
-            f"every epoch duration must be at least {MIN_EPOCH_SECONDS:g} s (shorter ones make "
-            "throughputs overflow)",
-        )
-    with np.errstate(over="ignore"):  # an overflowing sum is refused just below
-        total = float(np.sum(job.epoch_seconds))
+    seconds = job.epoch_seconds
+    # usual case first (NaN fails both comparisons): every epoch in [MIN_EPOCH_SECONDS,
+    # MAX_SECONDS], so the sum of at most MAX_EPOCHS_PER_JOB of them cannot overflow
+    if not (seconds.min() >= MIN_EPOCH_SECONDS and seconds.max() <= MAX_SECONDS):
+        _check_unusual_epochs(seconds, bad)
+    total = float(seconds.sum())
     if not total <= MAX_SECONDS:
         raise bad("epoch_seconds", f"the epochs last {total:g} s in all; at most {MAX_SECONDS:g}")
     if not _finite(job.weight) or not MIN_WEIGHT <= job.weight <= MAX_WEIGHT:
@@ -201,6 +218,37 @@ def _check_job(job: Job) -> None:
         not _finite(job.trace_duration) or job.trace_duration < 0
     ):
         raise bad("trace_duration", f"must be finite and >= 0, got {job.trace_duration!r}")
+    for name in PROVENANCE_FIELDS:
+        value = getattr(job, name)
+        if value is not None and not isinstance(value, str):
+            raise bad(name, f"must be a string, got {value!r}")
+    if job.requested_gpus is not None and (
+        not _finite(job.requested_gpus) or not 0 < job.requested_gpus <= job.gang_size
+    ):
+        raise bad(
+            "requested_gpus",
+            f"must be finite, > 0 and at most the gang size {job.gang_size}, got "
+            f"{job.requested_gpus!r}",
+        )
+
+
+def _check_unusual_epochs(
+    seconds: npt.NDArray[np.float64], bad: Callable[[str, str], JobFieldError]
+) -> None:
+    """The epoch-duration checks of :func:`_check_job` for durations outside
+    ``[MIN_EPOCH_SECONDS, MAX_SECONDS]``."""
+    if not np.isfinite(seconds).all() or (seconds <= 0).any():
+        raise bad("epoch_seconds", "every epoch duration must be finite and > 0 seconds")
+    if (seconds < MIN_EPOCH_SECONDS).any():
+        raise bad(
+            "epoch_seconds",
+            f"every epoch duration must be at least {MIN_EPOCH_SECONDS:g} s (shorter ones make "
+            "throughputs overflow)",
+        )
+    with np.errstate(over="ignore"):  # an overflowing sum is refused here
+        total = float(np.sum(seconds))
+    if not total <= MAX_SECONDS:
+        raise bad("epoch_seconds", f"the epochs last {total:g} s in all; at most {MAX_SECONDS:g}")
 
 
 def _as_array(
@@ -241,11 +289,15 @@ class Workload:
             ``gavel`` simulator mechanics need it (they re-derive throughput from the runtime
             batch size); the ``exact`` mechanics do not.
         source: where the workload came from (a path or a description).
+        conversion: for a workload converted from a production cluster trace, what the
+            conversion did (:mod:`shockwave.traces.production`: the source, the jobs kept and
+            dropped and why, the seed and settings), as JSON-ready data; ``None`` otherwise.
     """
 
     jobs: tuple[Job, ...]
     throughputs: ThroughputTable | None = None
     source: str = field(default="<memory>", compare=False)
+    conversion: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "jobs", tuple(self.jobs))
@@ -280,5 +332,5 @@ class Workload:
         return np.array([job.exclusive_seconds for job in self.jobs], dtype=np.float64)
 
     def with_jobs(self, jobs: Sequence[Job]) -> Workload:
-        """A workload with other jobs and the same throughput table and source."""
-        return Workload(tuple(jobs), self.throughputs, self.source)
+        """A workload with other jobs and the same throughput table, source and conversion."""
+        return Workload(tuple(jobs), self.throughputs, self.source, self.conversion)

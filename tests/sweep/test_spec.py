@@ -152,7 +152,7 @@ BAD_SPECS = [
     ('policies = ["fifo"]\n' + GENERATED + GENERATED,
      "traces[1]: its label 'gen-30j-16g (seed 1)'"),
     ('policies = ["shockwave"]\n' + GENERATED + "[params.shockwave]\nplanning_rounds = [0]\n",
-     "params.shockwave: shockwave: planning_rounds must be >= 1"),
+     "params.shockwave: planning_rounds: must be >= 1"),
     ('policies = ["shockwave"]\n' + GENERATED + "[params.shockwave]\nplanning_rounds = 1.5\n",
      "params.shockwave: policy 'shockwave': parameter 'planning_rounds' must be a int"),
     ('policies = ["shockwave"]\n' + GENERATED + "[params.shockwave]\nplanning_rounds = []\n",

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from shockwave import __version__
 from shockwave.cli import (
+    bench_commands,
     cluster_commands,
     exit_codes,
     simulate_commands,
@@ -29,7 +30,13 @@ from shockwave.sim.errors import PolicyOutputError, SimulationStalledError
 from shockwave.traces.generator_parameters import GeneratorParameterError
 
 #: Modules that add sub-commands: each has ``register(subparsers)``.
-COMMAND_MODULES = (trace_commands, simulate_commands, sweep_commands, cluster_commands)
+COMMAND_MODULES = (
+    trace_commands,
+    simulate_commands,
+    sweep_commands,
+    cluster_commands,
+    bench_commands,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,6 +20,15 @@ from shockwave.traces.generator_parameters import (
     parse_numbers,
     parse_templates,
 )
+from shockwave.traces.production import (
+    ASSIGNMENT_MODES,
+    SOURCES,
+    ConversionOptionError,
+    ConversionOptions,
+    convert_production,
+    render_conversion,
+)
+from shockwave.workload import Workload
 
 
 def register(subparsers: Any) -> None:
@@ -46,14 +55,30 @@ def register(subparsers: Any) -> None:
     inspect.set_defaults(handler=_inspect)
 
     convert = commands.add_parser(
-        "convert", help="convert a .trace plus throughputs into the native .jsonl format",
+        "convert",
+        help="convert a .trace (plus throughputs), or a production cluster trace (--from), "
+        "into the native .jsonl format",
+        description="Convert a Gavel/Shockwave .trace and its throughput table, or a public "
+        "production cluster trace (--from philly|helios|pai|tiresias: the directory as unpacked "
+        "from the release, or the table file itself), into a native workload. Production jobs "
+        "are kept when they held at least one GPU for a positive time; each gets a model "
+        "family, an adaptation mode and epochs by a seeded rule so that its exclusive runtime "
+        "is the trace's run time (docs/production_traces.md).",
     )  # fmt: skip
-    convert.add_argument("trace", help="the .trace file (10 or 12 fields per line)")
+    convert.add_argument(
+        "trace", metavar="PATH",
+        help="the .trace file (10 or 12 fields per line), or with --from the production trace",
+    )  # fmt: skip
+    convert.add_argument(
+        "--from", dest="source", choices=SOURCES, default=None,
+        help="read a production cluster trace of this kind instead of a .trace",
+    )  # fmt: skip
     convert.add_argument(
         "--throughputs",
         metavar="FILE",
-        required=True,
-        help="throughput JSON file, or 'tacc'/'wisr' for a bundled table",
+        default=None,
+        help="throughput JSON file, or 'tacc'/'wisr' for a bundled table (required for a "
+        ".trace; with --from, the model families to assign, default tacc)",
     )
     convert.add_argument(
         "-o",
@@ -62,6 +87,36 @@ def register(subparsers: Any) -> None:
         metavar="OUT.jsonl",
         help="where to write the native workload",
     )
+    production = convert.add_argument_group("production traces (with --from)")
+    production.add_argument(
+        "--seed", type=int, default=None, metavar="S",
+        help="seeds the assignment of model families and modes, and --sample (default 0)",
+    )  # fmt: skip
+    production.add_argument(
+        "--mode", choices=ASSIGNMENT_MODES, default=None,
+        help="'mixed' (default): Accordion or GNS as the original generator mixes them; "
+        "'static': every job static",
+    )  # fmt: skip
+    production.add_argument(
+        "--start", metavar="TIME",
+        help="keep jobs submitted at or after TIME: 'YYYY-MM-DD[ HH:MM[:SS]]' (philly, "
+        "helios) or seconds as in the trace (pai, tiresias)",
+    )  # fmt: skip
+    production.add_argument("--end", metavar="TIME", help="keep jobs submitted before TIME")
+    production.add_argument(
+        "--status", metavar="A,B", help="keep jobs whose final status is one of these"
+    )
+    production.add_argument("--vc", metavar="A,B", help="keep jobs of these virtual clusters")
+    production.add_argument("--min-gpus", type=int, metavar="N", help="keep gangs of >= N GPUs")
+    production.add_argument("--max-gpus", type=int, metavar="N", help="keep gangs of <= N GPUs")
+    production.add_argument(
+        "--max-jobs", type=int, metavar="N",
+        help="keep the N earliest submitted jobs (after the other filters)",
+    )  # fmt: skip
+    production.add_argument(
+        "--sample", type=float, metavar="FRACTION",
+        help="keep each job with this probability (seeded by --seed and the job's id)",
+    )  # fmt: skip
     convert.set_defaults(handler=_convert)
 
     _register_generate(commands)
@@ -73,6 +128,8 @@ def _inspect(args: argparse.Namespace) -> int:
     workload = load_workload(args.file, args.throughputs)
     summary = summarize(workload)
     print(f"workload: {workload.source}")
+    if workload.conversion is not None:
+        print(render_conversion(workload.conversion))
     print(summary.render())
     if args.gpus is not None:
         print(
@@ -82,19 +139,70 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``trace convert`` options that only production traces take.
+_PRODUCTION_OPTIONS = (
+    "seed", "mode", "start", "end", "status", "vc", "min_gpus", "max_gpus", "max_jobs", "sample",
+)  # fmt: skip
+
+
 def _convert(args: argparse.Namespace) -> int:
     if not str(args.output).endswith(".jsonl"):
         raise UsageError(f"--output must end in .jsonl, got {args.output!r}")
+    if args.source is not None:
+        return _convert_production(args)
+    given = [name for name in _PRODUCTION_OPTIONS if getattr(args, name) is not None]
+    if given:
+        options = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise UsageError(f"{options}: only for production traces (--from)")
+    if args.throughputs is None:
+        raise UsageError("converting a .trace needs --throughputs FILE (or 'tacc'/'wisr')")
     check_outputs({"--output": args.output})
     workload = load_workload(args.trace, args.throughputs)
+    _write_native(workload, args.output)
+    print(f"wrote {len(workload)} jobs to {args.output}")
+    return 0
+
+
+def _write_native(workload: Workload, output: str) -> None:
     try:
-        write_native(workload, args.output)
+        write_native(workload, output)
     except OSError as exc:
         raise OutputError(
-            f"--output {args.output}: the write failed ({exc.strerror}); the previous file is "
-            "intact"
+            f"--output {output}: the write failed ({exc.strerror}); the previous file is intact"
         ) from None
-    print(f"wrote {len(workload)} jobs to {args.output}")
+
+
+def _names(text: str | None) -> tuple[str, ...]:
+    return () if text is None else tuple(name.strip() for name in text.split(","))
+
+
+def _convert_production(args: argparse.Namespace) -> int:
+    try:
+        options = ConversionOptions(
+            throughputs=args.throughputs if args.throughputs is not None else "tacc",
+            seed=args.seed if args.seed is not None else 0,
+            mode=args.mode if args.mode is not None else "mixed",
+            start=args.start,
+            end=args.end,
+            statuses=_names(args.status),
+            vcs=_names(args.vc),
+            min_gpus=args.min_gpus,
+            max_gpus=args.max_gpus,
+            max_jobs=args.max_jobs,
+            sample=args.sample,
+        )
+        check_outputs({"--output": args.output})
+        try:
+            report = convert_production(args.source, args.trace, args.output, options)
+        except OSError as exc:
+            raise OutputError(
+                f"--output {args.output}: the write failed ({exc.strerror}); the previous file "
+                "is intact"
+            ) from None
+    except ConversionOptionError as exc:
+        raise UsageError(str(exc)) from None
+    print(report.render())
+    print(f"wrote {report.kept:,} jobs to {args.output}")
     return 0
 
 

@@ -74,6 +74,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.arguments import is_integer, is_number
 from shockwave.job.families.family import Params
 
 Mode = Literal["static", "gns", "accordion"]
@@ -220,10 +221,10 @@ class GradientMonitor:
         """
         for key in ("gradient_sq_average", "trace_average", "average_weight"):
             value = meta.get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if not is_number(value, numpy=False):
                 raise ValueError(f"adaptation.{key}: must be a number, got {value!r}")
         samples = meta.get("samples")
-        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
+        if not is_integer(samples, numpy=False) or samples < 0:
             raise ValueError(f"adaptation.samples: must be an integer >= 0, got {samples!r}")
         accumulated = {
             name[len(ARRAY_PREFIX) :]: np.array(value, dtype=np.float64)
@@ -330,7 +331,7 @@ class BatchSizeAdapter:
                 f"the job runs in {self.mode!r}"
             )
         epochs = meta.get("epochs")
-        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
+        if not is_integer(epochs, numpy=False) or epochs < 0:
             raise ValueError(f"adaptation.epochs: must be an integer >= 0, got {epochs!r}")
         norms = meta.get("last_norms")
         if not isinstance(norms, list) or not all(

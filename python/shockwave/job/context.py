@@ -65,6 +65,7 @@ from typing import Any
 
 import numpy.typing as npt
 
+from shockwave.arguments import is_integer
 from shockwave.job.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from shockwave.job.protocol import JobMessage, JobMessageKind, Lease, Report, SchedulerMessage
 from shockwave.job.spec import ENV_AUTHKEY, ENV_CHANNEL, ENV_JOB, JobLaunch, RunSpec
@@ -299,11 +300,11 @@ class JobContext:
         if not self._begun:
             self._begin("fresh")
         size = self._batch_size if batch_size is None else self._checked_batch_size(batch_size)
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        if not is_integer(steps, numpy=False) or steps < 0:
             raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
         if samples is None:
             samples = steps * size
-        elif isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
+        elif not is_integer(samples, numpy=False) or samples < 0:
             raise ValueError(f"samples must be an integer >= 0, got {samples!r}")
         elif samples > steps * size:
             raise ValueError(f"samples = {samples} exceeds steps * batch_size = {steps} * {size}")
@@ -427,7 +428,7 @@ class JobContext:
             raise RuntimeError("the job context is closed (after stop, finish, fail or close)")
 
     def _checked_batch_size(self, batch_size: int) -> int:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        if not is_integer(batch_size, numpy=False):
             raise ValueError(f"batch_size must be an integer, got {batch_size!r}")
         if batch_size not in self._allowed:
             raise ValueError(
@@ -540,7 +541,7 @@ class JobContext:
         counts = {}
         for key in ("steps", "samples", "batch_size", "samples_per_epoch"):
             value = data.get(key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if not is_integer(value, numpy=False) or value < 0:
                 raise ValueError(f"{where}: {BOOKKEEPING_KEY}.{key} must be an integer >= 0")
             counts[key] = value
         if counts["samples_per_epoch"] != self._launch.samples_per_epoch:
@@ -667,7 +668,7 @@ def standalone_launch(
     Raises:
         ValueError: naming the argument that is not valid.
     """
-    if isinstance(samples_per_epoch, bool) or not isinstance(samples_per_epoch, int):
+    if not is_integer(samples_per_epoch, numpy=False):
         raise ValueError(f"samples_per_epoch must be an integer, got {samples_per_epoch!r}")
     if samples_per_epoch < 1:
         raise ValueError(f"samples_per_epoch must be >= 1, got {samples_per_epoch}")
@@ -681,7 +682,7 @@ def standalone_launch(
     first = sizes[0] if initial_batch_size is None else initial_batch_size
     if first not in sizes:
         raise ValueError(f"initial_batch_size {first!r} is not one of batch_sizes {list(sizes)}")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+    if not is_integer(epochs, numpy=False) or epochs < 1:
         raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
     command = tuple(arg for arg in ("python", *sys.argv) if arg)
     return JobLaunch(

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from shockwave.arguments import is_integer
 from shockwave.job.adaptation import BatchSizeAdapter
 from shockwave.job.families import FAMILIES, get_family
 from shockwave.job.spec import MAX_SEED, THREAD_VARIABLES
@@ -195,7 +196,7 @@ def _check_arguments(family: str, batch_size: int, threads: int, seconds: float,
         raise ValueError(
             f"batch_size must be an integer in [2, {chosen.samples_per_epoch}], got {batch_size!r}"
         )
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+    if not is_integer(threads, numpy=False) or threads < 1:
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
     if (
         isinstance(seconds, bool)
@@ -204,7 +205,7 @@ def _check_arguments(family: str, batch_size: int, threads: int, seconds: float,
         or not 0 < seconds <= 3600
     ):
         raise ValueError(f"seconds must be a number in (0, 3600], got {seconds!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+    if not is_integer(seed, numpy=False) or not 0 <= seed <= MAX_SEED:
         raise ValueError(f"seed must be an integer in [0, 2**63 - 1], got {seed!r}")
 
 

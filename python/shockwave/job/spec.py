@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from shockwave.arguments import is_integer
+
 #: JSON of the :class:`JobLaunch` of this process.
 ENV_JOB = "SHOCKWAVE_JOB"
 #: Address of the scheduler's channel (a Unix socket path) for this process.
@@ -228,6 +230,6 @@ class JobLaunch:
 
 def _integer(data: dict[str, Any], key: str, minimum: int) -> int:
     value = data[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_integer(value, numpy=False) or value < minimum:
         raise ValueError(f"field {key!r} must be an integer >= {minimum}, got {value!r}")
     return value

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.arguments import is_number
 from shockwave.job.adaptation import ACCORDION_ETA, BatchSizeAdapter
 from shockwave.job.checkpoint import Checkpoint, digest
 from shockwave.job.context import JobContext
@@ -89,7 +90,7 @@ class TrainingSettings:
                     f"run.options.{key}: unknown option (the bundled families take "
                     f"{', '.join(sorted(known))})"
                 )
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if not is_number(value, numpy=False):
                 raise ValueError(f"run.options.{key}: must be a number, got {value!r}")
             number = float(value)
             low_ok = 0.0 <= number < 1.0 if key == "momentum" else number > 0.0

@@ -25,16 +25,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 from scipy.optimize import linear_sum_assignment
 
-from shockwave.policies.protocol import AllocationPolicy
-
-if TYPE_CHECKING:
-    from shockwave.sim.state import ClusterState
+from shockwave.scheduling import AllocationPolicy, ClusterState
 
 #: The original replaces a zero throughput by this before dividing.
 _TINY_THROUGHPUT = 1e-10

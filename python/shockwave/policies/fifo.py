@@ -14,15 +14,10 @@ conservation backfills idle GPUs with queued jobs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import numpy.typing as npt
 
-from shockwave.policies.protocol import AllocationPolicy
-
-if TYPE_CHECKING:
-    from shockwave.sim.state import ClusterState
+from shockwave.scheduling import AllocationPolicy, ClusterState
 
 
 class Fifo(AllocationPolicy):

@@ -25,16 +25,11 @@ Under ``exact`` mechanics ``W`` is the remaining run time in seconds and ``r = 1
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import numpy.typing as npt
 
 from shockwave.policies.analytic_center import interior_point
-from shockwave.policies.protocol import AllocationPolicy
-
-if TYPE_CHECKING:
-    from shockwave.sim.state import ClusterState
+from shockwave.scheduling import AllocationPolicy, ClusterState
 
 _BISECTION_STEPS = 400
 

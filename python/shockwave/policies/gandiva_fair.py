@@ -8,15 +8,10 @@ priorities. ``sum_i w_i x_i`` can exceed ``G``; the mechanism packs by priority.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import numpy.typing as npt
 
-from shockwave.policies.protocol import AllocationPolicy
-
-if TYPE_CHECKING:
-    from shockwave.sim.state import ClusterState
+from shockwave.scheduling import AllocationPolicy, ClusterState
 
 
 class GandivaFair(AllocationPolicy):

@@ -14,16 +14,11 @@ center of that optimal face (what the original's interior-point solver converges
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import numpy.typing as npt
 
 from shockwave.policies.analytic_center import interior_point
-from shockwave.policies.protocol import AllocationPolicy
-
-if TYPE_CHECKING:
-    from shockwave.sim.state import ClusterState
+from shockwave.scheduling import AllocationPolicy, ClusterState
 
 
 class MaxMinFairness(AllocationPolicy):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from shockwave.arguments import is_integer
 from shockwave.job.spec import SlotKind
 from shockwave.sim.config import GAVEL_MIN_SECONDS_BETWEEN_RECOMPUTES
 
@@ -65,7 +66,7 @@ class RuntimeConfig:
     workdir: Path = Path(".")
 
     def __post_init__(self) -> None:
-        if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
+        if not is_integer(self.gpus, numpy=False) or self.gpus < 1:
             raise ValueError(f"gpus must be an integer >= 1, got {self.gpus!r}")
         if self.executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {self.executor!r}")

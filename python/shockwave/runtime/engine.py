@@ -79,8 +79,10 @@ class JobRun:
         lease_round: the round the job is dispatched in (-1: none).
         throughput: per batch size, ``[steps, seconds]`` measured by the job (its reports'
             ``batch_stats``, summed over its incarnations).
-        starts: per launch, ``[round, seconds from the round's dispatch to hello, seconds from
-            launch to hello, 1 if it restored a checkpoint]``.
+        starts: per launch, ``[round, seconds from the round's dispatch to the job's hello (its
+            start delay: waiting for slots, process start-up, restore; 0 for a crash restart),
+            seconds from launch to hello, 1 if it restored a checkpoint, 1 if it restarted a
+            crashed process]``.
     """
 
     status: str = "waiting"
@@ -101,6 +103,7 @@ class JobRun:
     end_booked: bool = False
     lease_round: int = -1
     stop_on_hello: bool = False
+    crash_restart: bool = False  # the pending launch restarts a crashed process
     killed: bool = False
     launch_wall: float = 0.0
     due_wall: float = 0.0
@@ -428,14 +431,14 @@ class RuntimeEngine(ExactEngine):
         run = self.runs[j]
         now = self.clock()
         run.round_batch_size = run.batch_size or self.jobs[j].initial_batch_size
+        by_dispatch = run.crash_restart is False and run.lease_round == self.current_round
         run.starts.append(
             [
                 float(self.current_round),
-                now - max(self.dispatch_wall, 0.0)
-                if run.lease_round == self.current_round
-                else 0.0,
+                now - self.dispatch_wall if by_dispatch else 0.0,
                 now - run.launch_wall,
                 1.0 if restored else 0.0,
+                1.0 if run.crash_restart else 0.0,
             ]
         )
         if run.stop_on_hello or run.lease_round != self.current_round:
@@ -474,6 +477,7 @@ class RuntimeEngine(ExactEngine):
             why = reason if run.fatal else f"{run.crashes} crashes, the last: {reason}"
             self._fail(j, why)
         elif in_round and j not in self.queue:
+            run.crash_restart = True
             self.queue.append(j)  # restart from its checkpoint in the round it holds
         self._start_queued()
 
@@ -512,6 +516,7 @@ class RuntimeEngine(ExactEngine):
             run = self.runs[j]
             run.lease_round = self.k
             if run.status in ("waiting", "stopping") and j not in self.queue:
+                run.crash_restart = False
                 self.queue.append(j)
             elif run.status == "starting":
                 run.stop_on_hello = False

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.arguments import is_integer
 from shockwave.catalog import ADAPTATION_MODES, AdaptationMode
 from shockwave.job.families import FAMILIES, Family
 from shockwave.job.spec import RunSpec
@@ -95,9 +96,9 @@ def generate_real_workload(
     Raises:
         ValueError: naming the argument, or the missing throughput entry.
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= 100_000:
+    if not is_integer(jobs, numpy=False) or not 1 <= jobs <= 100_000:
         raise ValueError(f"jobs must be an integer in [1, 100000], got {jobs!r}")
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+    if not is_integer(gpus, numpy=False) or gpus < 1:
         raise ValueError(f"gpus must be an integer >= 1, got {gpus!r}")
     if not math.isfinite(minutes) or not 0.1 <= minutes <= 10_000:
         raise ValueError(f"minutes must be in [0.1, 10000], got {minutes!r}")

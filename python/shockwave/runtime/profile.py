@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from os import PathLike
 
+from shockwave.arguments import is_integer
 from shockwave.atomic import atomic_write_text
 from shockwave.job.families import FAMILIES
 from shockwave.job.profiling import measure_throughput
@@ -57,7 +58,7 @@ def profile_families(
     gangs = list(gang_sizes) if gang_sizes is not None else default_gang_sizes()
     cores = usable_cores()
     for gang in gangs:
-        if isinstance(gang, bool) or not isinstance(gang, int) or not 1 <= gang <= cores:
+        if not is_integer(gang, numpy=False) or not 1 <= gang <= cores:
             raise ValueError(f"gang sizes must be integers in [1, {cores}] here, got {gang!r}")
     entries: dict[tuple[str, int, int], float] = {}
     for name in names:

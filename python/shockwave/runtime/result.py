@@ -50,7 +50,8 @@ class RunResult(SimulationResult):
     ``epoch_batch_sizes`` (the batch size of every epoch, ``[[batch size, epochs], ...]``),
     ``measured_throughput`` (``{batch size: iterations/s}`` measured while training),
     ``start_seconds`` (per launch: ``[round, seconds from the round's dispatch to the job's
-    hello, seconds from launch to hello, 1 if it resumed from a checkpoint]``). Per round:
+    hello (0 for a crash restart), seconds from launch to hello, 1 if it resumed from a
+    checkpoint, 1 if it restarted a crashed process]``). Per round:
     ``round_boundary_wait`` (seconds from a boundary until every running job reported at it),
     ``round_decision_seconds`` (policy, journal and dispatch, seconds). Whole run: ``executor``,
     ``slot_kind``, ``incomplete``, ``failed_jobs`` (ids), ``replay_divergence`` (rounds whose

@@ -59,7 +59,10 @@ class Simulation:
     """A simulation that can be run to the end, stopped at a round boundary, saved and resumed.
 
     Args:
-        workload, policy, config, policy_parameters: as :func:`simulate`.
+        workload: as :func:`simulate`.
+        policy: as :func:`simulate`.
+        config: as :func:`simulate`.
+        policy_parameters: as :func:`simulate`.
     """
 
     def __init__(

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shockwave import __version__
-from shockwave.sim import SimulationConfig
+from shockwave.scheduling import SimulationConfig
 from shockwave.sweep.sources import TraceSource
 
-#: Settings of :class:`~shockwave.sim.SimulationConfig` a spec's ``[simulation]`` table may set,
-#: with their defaults (``gpus``, ``mechanics`` and ``seed`` have their own spec keys).
+#: Settings of :class:`~shockwave.scheduling.SimulationConfig` a spec's ``[simulation]`` table may
+#: set, with their defaults (``gpus``, ``mechanics`` and ``seed`` have their own spec keys).
 SIMULATION_DEFAULTS: dict[str, Any] = {
     "round_seconds": SimulationConfig.round_seconds,
     "restart_penalty_seconds": SimulationConfig.restart_penalty_seconds,

@@ -40,7 +40,8 @@ from typing import Any
 
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.policies import make_policy, policy_parameters, resolve_policy_name
-from shockwave.sim import MECHANICS, Simulation, SimulationConfig
+from shockwave.scheduling import MECHANICS, SimulationConfig
+from shockwave.sim import Simulation
 from shockwave.sweep.cells import SIMULATION_DEFAULTS, Cell, canonical_json
 from shockwave.sweep.sources import FileRef, FileTrace, GeneratedTrace, Throughputs, TraceSource
 from shockwave.throughputs import BUNDLED_THROUGHPUTS, ThroughputTable
@@ -72,9 +73,12 @@ class TraceEntry:
     """One workload of the sweep (a ``[[traces]]`` entry, one per generator seed).
 
     Attributes:
-        label: the ``trace`` column; family: the label without the seed; trace_seed: the
-        generator's seed or ``None``; source: the workload; jobs: its number of jobs; gpus: the
-        cluster sizes it runs on.
+        label: the ``trace`` column.
+        family: the label without the seed.
+        trace_seed: the generator's seed, or ``None`` for a file.
+        source: the workload.
+        jobs: its number of jobs.
+        gpus: the cluster sizes it runs on.
     """
 
     label: str
@@ -90,8 +94,12 @@ class SweepSpec:
     """A checked sweep spec (see the module notes); :meth:`cells` lists its simulations.
 
     Attributes:
-        path: the spec file; text: its content; name: its label.
-        policies, mechanics, seeds: the axes, in the spec's order.
+        path: the spec file.
+        text: its content.
+        name: its label.
+        policies: the policies, in the spec's order.
+        mechanics: the mechanics, in the spec's order.
+        seeds: the simulation seeds, in the spec's order.
         baseline: the policy the report's ratios are to (``None``: the report chooses).
         traces: the workloads.
         parameters: per policy, every parameter setting swept (non-default values only).

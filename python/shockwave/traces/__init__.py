@@ -78,7 +78,7 @@ def load_workload(
         if throughputs is not None:
             table = load_throughputs(throughputs)
             jobs = tuple(_durations_from_table(job, table, path) for job in workload.jobs)
-            workload = Workload(jobs, table, workload.source)
+            workload = dataclasses.replace(workload, jobs=jobs, throughputs=table)
         return workload
     if throughputs is None:
         raise TraceError(

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.arguments import is_integer, is_number
 from shockwave.catalog import MODEL_FAMILIES, ORIGINAL_JOB_TEMPLATES, JobTemplate
 from shockwave.errors import TraceError
 from shockwave.throughputs import ThroughputTable
@@ -392,7 +393,7 @@ def _check_parameters(p: GeneratorParameters) -> None:
 
 
 def _check_int(name: str, value: object, *, low: int, high: int | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_integer(value):
         raise GeneratorParameterError(name, f"must be an integer, got {value!r}")
     if value < low or (high is not None and value > high):
         bound = f">= {low}" if high is None else f"in [{low}, {high}]"
@@ -400,7 +401,7 @@ def _check_int(name: str, value: object, *, low: int, high: int | None = None) -
 
 
 def _check_real(name: str, value: object, *, low: float, strict: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if not is_number(value):
         raise GeneratorParameterError(name, f"must be a number, got {value!r}")
     if not math.isfinite(value):
         raise GeneratorParameterError(name, f"must be finite, got {value!r}")

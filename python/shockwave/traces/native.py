@@ -1,15 +1,20 @@
 """The native workload format: versioned JSON Lines that needs no throughput table.
 
-Schema, version 1 (``.jsonl``, UTF-8, one JSON object per line):
+Schema, version 2 (``.jsonl``, UTF-8, one JSON object per line):
 
 * **Line 1, the header**::
 
-      {"format": "shockwave-workload", "version": 1, "jobs": <number of job lines>,
+      {"format": "shockwave-workload", "version": 2, "jobs": <number of job lines>,
        "source": "<free text, optional>",
-       "throughputs": {<model>: {<batch size>: {<gang size>: <iterations/s>}}}  (optional)}
+       "throughputs": {<model>: {<batch size>: {<gang size>: <iterations/s>}}}  (optional),
+       "conversion": {<what a production-trace conversion did>}  (optional)}
 
   ``throughputs`` holds isolated throughputs (iterations per second for the whole gang); it is
   needed only by the ``gavel`` simulator mechanics and written when converting a ``.trace``.
+  ``conversion`` is written by ``shockwave trace convert --from ...``
+  (:mod:`shockwave.traces.production`): ``{"from": <philly|helios|pai|tiresias>, "input":
+  <path>, "read": <jobs in the input>, "kept": <jobs written>, "dropped": {<reason>: <count>},
+  ...}``; ``shockwave trace inspect`` prints it.
 
 * **Every further line, one job**:
 
@@ -33,6 +38,12 @@ Schema, version 1 (``.jsonl``, UTF-8, one JSON object per line):
                                   ``{"family": "<bundled family>", "seed": S}`` or
                                   ``{"command": ["python", "train.py"], "seed": S}``, optional
                                   ``"options": {...}``; needs ``samples_per_epoch``
+  ``source_id``         no (v2)   the production trace's job id, as a string
+  ``user``              no (v2)   the submitting user in the production trace
+  ``vc``                no (v2)   the virtual cluster in the production trace
+  ``status``            no (v2)   the job's final status in the production trace
+  ``requested_gpus``    no (v2)   GPUs requested, when fractional (Alibaba PAI), a number in
+                                  ``(0, gang_size]``; informational
   ====================  ========  =========================================================
 
 (*) A per-epoch array is either a plain list of E values or, run-length encoded,
@@ -44,14 +55,19 @@ the job may reach must appear in ``batch_sizes``, and ``epoch_seconds`` are expe
 (:func:`shockwave.traces.load_workload` recomputes them from a throughput table when one is
 given).
 
+Version 1 is version 2 without the keys marked (v2) and without ``conversion``: version-1 files
+are still read (a v2 key in a version-1 file is an error, like any unknown key), and the writer
+writes version 2.
+
 Unknown keys are errors (a misspelt optional key must not be silently ignored). Floats are
 written with Python's shortest round-trip representation, so write-then-read is the identity.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -59,6 +75,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.arguments import is_integer
 from shockwave.atomic import atomic_writer
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.job.spec import RunSpec
@@ -67,7 +84,9 @@ from shockwave.throughputs import ThroughputTable
 from shockwave.workload import Job, Workload
 
 FORMAT_NAME = "shockwave-workload"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions the reader accepts.
+READABLE_VERSIONS = (1, 2)
 
 _REQUIRED = ("id", "arrival_time", "gang_size", "model", "epochs", "batch_sizes", "epoch_seconds")
 _OPTIONAL = (
@@ -78,7 +97,18 @@ _OPTIONAL = (
     "samples_per_epoch",
     "trace_duration",
     "run",
+    "source_id",
+    "user",
+    "vc",
+    "status",
+    "requested_gpus",
 )
+#: Job keys that version 1 does not know.
+_SINCE_VERSION_2 = frozenset(("source_id", "user", "vc", "status", "requested_gpus"))
+_HEADER_KEYS = {
+    1: frozenset(("format", "version", "jobs", "source", "throughputs")),
+    2: frozenset(("format", "version", "jobs", "source", "throughputs", "conversion")),
+}
 
 
 def job_to_record(job: Job) -> dict[str, Any]:
@@ -103,6 +133,12 @@ def job_to_record(job: Job) -> dict[str, Any]:
         record["trace_duration"] = float(job.trace_duration)
     if job.run is not None:
         record["run"] = job.run.to_dict()
+    for key in ("source_id", "user", "vc", "status"):
+        text = getattr(job, key)
+        if text is not None:
+            record[key] = text
+    if job.requested_gpus is not None:
+        record["requested_gpus"] = float(job.requested_gpus)
     return record
 
 
@@ -113,14 +149,16 @@ def encode_epochs(values: npt.NDArray[Any]) -> list[Any] | dict[str, list[list[A
     trace has thousands of epochs at one batch size), so the run-length form is usually far
     smaller. Both forms read back to the same array.
     """
-    if values.size == 0:
-        return []
-    starts = np.flatnonzero(values[1:] != values[:-1]) + 1
-    bounds = [0, *starts.tolist(), int(values.size)]
-    if 2 * (len(bounds) - 1) >= values.size:
+    if values.size <= 2:  # one or two runs: the list is never longer
         return list(values.tolist())
-    firsts = values[bounds[:-1]].tolist()
-    counts = np.diff(bounds).tolist()
+    if values.min() == values.max():  # one run (the usual static profile)
+        return {"runs": [[values[:1].tolist()[0], int(values.size)]]}
+    starts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    if 2 * (starts.size + 1) >= values.size:
+        return list(values.tolist())
+    firsts = values[:1].tolist() + values[starts].tolist()
+    bounds = [0, *starts.tolist(), int(values.size)]
+    counts = [end - start for start, end in itertools.pairwise(bounds)]
     return {"runs": [[value, count] for value, count in zip(firsts, counts, strict=True)]}
 
 
@@ -134,7 +172,7 @@ def decode_epochs(value: Any, name: str) -> list[Any] | npt.NDArray[Any]:
     if not all(isinstance(run, list) and len(run) == 2 for run in runs):
         raise ValueError("every run must be a [value, count] pair")
     counts = [run[1] for run in runs]
-    if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
+    if any(not is_integer(c, numpy=False) or c < 1 for c in counts):
         raise ValueError("run counts must be integers >= 1")
     if sum(counts) > MAX_EPOCHS_PER_JOB:
         raise ValueError(
@@ -158,6 +196,7 @@ def write_native(workload: Workload, path: str | PathLike[str]) -> None:
         count=len(workload),
         source=workload.source,
         throughputs=workload.throughputs,
+        conversion=workload.conversion,
     )
 
 
@@ -168,12 +207,39 @@ def write_native_jobs(
     count: int,
     source: str,
     throughputs: ThroughputTable | None,
+    conversion: Mapping[str, Any] | None = None,
 ) -> None:
     """Stream ``count`` jobs to ``path`` in the native format, one line at a time (bounded
     memory), replacing ``path`` atomically when all are written.
 
     Raises:
         ValueError: if ``jobs`` does not yield exactly ``count`` jobs (nothing is written).
+    """
+    write_native_records(
+        (job_to_record(job) for job in jobs),
+        path,
+        count=count,
+        source=source,
+        throughputs=throughputs,
+        conversion=conversion,
+    )
+
+
+def write_native_records(
+    records: Iterable[Mapping[str, Any]],
+    path: str | PathLike[str],
+    *,
+    count: int,
+    source: str,
+    throughputs: ThroughputTable | None,
+    conversion: Mapping[str, Any] | None = None,
+) -> None:
+    """:func:`write_native_jobs` for job records already in the form of :func:`job_to_record`
+    (for writers that make many jobs and check them as they make them; a reader checks every
+    job again).
+
+    Raises:
+        ValueError: if ``records`` does not yield exactly ``count`` records (nothing is written).
     """
     header: dict[str, Any] = {
         "format": FORMAT_NAME,
@@ -183,11 +249,12 @@ def write_native_jobs(
     }
     if throughputs is not None:
         header["throughputs"] = throughputs.to_dict()
+    if conversion is not None:
+        header["conversion"] = dict(conversion)
     with atomic_writer(path) as out:
         out.write(json.dumps(header, allow_nan=False) + "\n")
         written = 0
-        for job in jobs:
-            record = job_to_record(job)
+        for record in records:
             out.write(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n")
             written += 1
         if written != count:
@@ -224,7 +291,7 @@ def read_native(path: str | PathLike[str]) -> Workload:
             if "throughputs" in header:
                 throughputs = ThroughputTable.from_dict(header["throughputs"], source=f"{path}:1")
             continue
-        job = _record_to_job(obj, path, number)
+        job = _record_to_job(obj, path, number, header["version"])
         if job.job_id in seen_ids:
             raise TraceError(
                 f"duplicate job id {job.job_id} (first on line {seen_ids[job.job_id]})",
@@ -241,7 +308,12 @@ def read_native(path: str | PathLike[str]) -> Workload:
             f"header announces {header['jobs']} jobs but the file holds {len(jobs)}",
             path=path, line=1, field="jobs",
         )  # fmt: skip
-    return Workload(tuple(jobs), throughputs, source=str(header.get("source") or path))
+    return Workload(
+        tuple(jobs),
+        throughputs,
+        source=str(header.get("source") or path),
+        conversion=header.get("conversion"),
+    )
 
 
 def _decode(line: str, path: str | PathLike[str], number: int) -> dict[str, Any]:
@@ -262,27 +334,62 @@ def _check_header(obj: dict[str, Any], path: str | PathLike[str]) -> dict[str, A
             f"first line must be a header with format {FORMAT_NAME!r}, got {obj.get('format')!r}",
             path=path, line=1, field="format",
         )  # fmt: skip
-    if obj.get("version") != FORMAT_VERSION:
+    version = obj.get("version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        known = " and ".join(str(v) for v in READABLE_VERSIONS)
         raise TraceError(
-            f"unsupported version {obj.get('version')!r} (this reader knows {FORMAT_VERSION})",
+            f"unsupported version {version!r} (this reader knows {known})",
             path=path, line=1, field="version",
         )  # fmt: skip
     count = obj.get("jobs")
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+    if not is_integer(count, numpy=False) or count < 0:
         raise TraceError(f"must be a job count, got {count!r}", path=path, line=1, field="jobs")
-    unknown = set(obj) - {"format", "version", "jobs", "source", "throughputs"}
+    unknown = set(obj) - _HEADER_KEYS[version]
     if unknown:
-        raise TraceError(f"unknown header keys {sorted(unknown)}", path=path, line=1)
+        raise TraceError(
+            f"unknown header keys {sorted(unknown)} (format version {version})",
+            path=path, line=1,
+        )  # fmt: skip
+    if "conversion" in obj:
+        _check_conversion(obj["conversion"], path)
     return obj
 
 
-def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) -> Job:
+def _check_conversion(conversion: Any, path: str | PathLike[str]) -> None:
+    """Check the types of the header's ``conversion`` keys that ``trace inspect`` reads."""
+
+    def bad(key: str, reason: str) -> TraceError:
+        return TraceError(reason, path=path, line=1, field=f"conversion.{key}")
+
+    if not isinstance(conversion, dict):
+        raise TraceError("must be an object", path=path, line=1, field="conversion")
+    for key in ("from", "input"):
+        if key in conversion and not isinstance(conversion[key], str):
+            raise bad(key, f"must be a string, got {conversion[key]!r}")
+    for key in ("read", "kept"):
+        value = conversion.get(key)
+        if key in conversion and (isinstance(value, bool) or not isinstance(value, int)):
+            raise bad(key, f"must be an integer, got {value!r}")
+    dropped = conversion.get("dropped", {})
+    if not isinstance(dropped, dict) or not all(
+        isinstance(n, int) and not isinstance(n, bool) for n in dropped.values()
+    ):
+        raise bad("dropped", f"must map reasons to job counts, got {dropped!r}")
+
+
+def _record_to_job(
+    obj: dict[str, Any], path: str | PathLike[str], number: int, version: int
+) -> Job:
     for key in _REQUIRED:
         if key not in obj:
             raise TraceError("missing", path=path, line=number, field=key)
     unknown = set(obj) - set(_REQUIRED) - set(_OPTIONAL)
+    if version < 2:
+        unknown |= set(obj) & _SINCE_VERSION_2
     if unknown:
-        raise TraceError(f"unknown keys {sorted(unknown)}", path=path, line=number)
+        raise TraceError(
+            f"unknown keys {sorted(unknown)} (format version {version})", path=path, line=number
+        )
     epochs = obj["epochs"]
     if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > MAX_EPOCHS_PER_JOB:
         raise TraceError(
@@ -300,7 +407,7 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
                 f"has {len(value)} entries but 'epochs' is {epochs}",
                 path=path, line=number, field=key,
             )  # fmt: skip
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+    if not is_integer(epochs, numpy=False) or epochs < 1:
         raise TraceError(
             f"must be an integer >= 1, got {epochs!r}", path=path, line=number, field="epochs"
         )
@@ -325,6 +432,11 @@ def _record_to_job(obj: dict[str, Any], path: str | PathLike[str], number: int) 
             samples_per_epoch=obj.get("samples_per_epoch"),
             trace_duration=obj.get("trace_duration"),
             run=run,
+            source_id=obj.get("source_id"),
+            user=obj.get("user"),
+            vc=obj.get("vc"),
+            status=obj.get("status"),
+            requested_gpus=obj.get("requested_gpus"),
         )
     except JobFieldError as exc:
         raise TraceError(exc.reason, path=path, line=number, field=exc.field) from None

@@ -3,12 +3,20 @@
 //! A plain harness (no dependencies): each case is solved cold and warm (from the previous
 //! round's bids, shifted one round, on the next round's market), repeated, and the median wall
 //! time printed with the iteration counts and the certified gap. Instances:
-//! `shockwave_core::market::synthetic::SyntheticMarket::random` (the unit tests' recipe).
+//! `SyntheticMarket::random` (the unit tests' recipe, `src/market/synthetic.rs`: compiled only
+//! for the unit tests and this benchmark, not part of the crate's API).
 
 use std::time::Instant;
 
-use shockwave_core::market::synthetic::SyntheticMarket as Market;
-use shockwave_core::market::{shift_bids, solve, MarketSolution, Method, SolverSettings};
+use shockwave_core::market::{
+    shift_bids, solve, MarketProblem, MarketSolution, Method, SolverSettings,
+};
+
+#[path = "../src/market/synthetic.rs"]
+#[allow(dead_code)]
+mod synthetic;
+
+use synthetic::SyntheticMarket as Market;
 
 fn timed(
     m: &Market,

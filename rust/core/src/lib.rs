@@ -10,9 +10,11 @@
 //!   its shares into an integral round schedule;
 //! - [`adaptation`]: the stochastic model of batch-size adaptation (remaining-runtime estimators
 //!   and the market's valuations);
+//! - [`error`]: the shape shared by the error types of the module families;
 //! - [`limits`]: checks of input-chosen sizes against the machine's memory, before allocating.
 
 pub mod adaptation;
+pub mod error;
 pub mod limits;
 pub mod market;
 

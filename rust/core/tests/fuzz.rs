@@ -18,6 +18,7 @@ use shockwave_core::adaptation::{
 };
 use shockwave_core::market::{
     round_schedule, shift_bids, solve, MarketProblem, Method, RoundingInput, SolverSettings,
+    SolverStatus,
 };
 
 fn config() -> ProptestConfig {
@@ -134,6 +135,8 @@ fn check_sound(m: &Market, method: Method, warm: Option<&[f64]>) -> Result<(), T
             "round {t} oversold"
         );
     }
+    // The status explains every answer: converged exactly when it says so.
+    prop_assert_eq!(sol.converged, sol.status == SolverStatus::Converged);
     if sol.converged {
         prop_assert!(sol.gap.is_finite() && sol.gap <= 1e-6);
         prop_assert!(sol.objective.is_finite() && sol.dual_bound.is_finite());

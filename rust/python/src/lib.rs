@@ -2,14 +2,19 @@
 //!
 //! This crate only validates arguments, converts them to and from numpy arrays, and releases the
 //! GIL around long computations. The algorithms live in `shockwave-core`. Each binding module
-//! registers its functions and classes through its own `register`.
+//! registers its functions and classes through its own `register`; `convert` reads arguments
+//! and hands results to numpy, `errors` turns every input error into `shockwave.InputError`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::prelude::*;
 
 mod adaptation;
+mod convert;
+mod errors;
 mod market;
+
+use errors::BindingResult;
 
 pyo3::create_exception!(
     _core,
@@ -18,12 +23,13 @@ pyo3::create_exception!(
     "A bug in shockwave's Rust core (a panic caught at the binding): please report it."
 );
 
-/// The last-resort guard of every binding: runs `body` and turns a Rust panic that escapes it
-/// into [`InternalError`] (a `RuntimeError`, so an `Exception`), where PyO3 would raise its
+/// The guard of every binding: runs `body`, turns its input errors into `shockwave.InputError`
+/// (a `ValueError` with `.argument` and `.reason`), and turns a Rust panic that escapes it into
+/// [`InternalError`] (a `RuntimeError`, so an `Exception`), where PyO3 would raise its
 /// `PanicException`, a `BaseException` that `except Exception` does not catch.
-pub(crate) fn guarded<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+pub(crate) fn guarded<T>(body: impl FnOnce() -> BindingResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(result) => result,
+        Ok(result) => result.map_err(|error| Python::attach(|py| error.into_pyerr(py))),
         Err(payload) => {
             let message = payload
                 .downcast_ref::<&str>()
@@ -42,7 +48,9 @@ pub(crate) fn guarded<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
 #[pyfunction]
 #[allow(clippy::panic)]
 fn _panic_probe() -> PyResult<()> {
-    guarded(|| -> PyResult<()> { std::panic::panic_any("probe of the panic guard".to_string()) })
+    guarded(|| -> BindingResult<()> {
+        std::panic::panic_any("probe of the panic guard".to_string())
+    })
 }
 
 /// Version of the Rust core compiled into this extension.

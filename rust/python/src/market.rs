@@ -1,114 +1,384 @@
-//! Bindings of `shockwave_core::market`: the market solve, bid shifting and schedule rounding.
+//! Bindings of `shockwave_core::market`: the solve with its settings and typed solution, bid
+//! shifting and schedule rounding.
 //!
 //! Arguments arrive as numpy arrays already converted by `shockwave.market` (float64 or int64,
 //! C-contiguous). They are read in place; the core validates them and copies the valuations once
-//! into its own normalised form, after which the solve runs with the GIL released.
+//! into its own normalised form, after which the solve runs with the GIL released. The solution's
+//! arrays are the core's buffers handed to numpy (no copy), read-only.
 
-use numpy::ndarray::Array2;
-use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray, PyReadonlyArray1, PyReadonlyArray2,
-    PyUntypedArrayMethods,
-};
-use pyo3::exceptions::PyValueError;
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
 use shockwave_core::market::{
-    round_schedule, shift_bids, MarketError, MarketProblem, Method, PreparedMarket, RoundingInput,
-    SolverSettings,
+    round_schedule, shift_bids, MarketProblem, Method, PreparedMarket, RoundingInput,
+    SolverSettings, SolverStatus, MAX_INTERIOR_POINT_ROUNDS,
 };
 
-fn value_error(e: MarketError) -> PyErr {
-    PyValueError::new_err(e.to_string())
+use crate::convert::{contiguous, dims, frozen_matrix, frozen_vector, gang_sizes_u32, matrix};
+use crate::errors::{input_error, BindingResult};
+use crate::guarded;
+
+/// Why the market solver stopped (`MarketSolution.status`).
+#[pyclass(
+    name = "SolverStatus",
+    module = "shockwave._core",
+    eq,
+    hash,
+    frozen,
+    rename_all = "SCREAMING_SNAKE_CASE",
+    from_py_object
+)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PySolverStatus {
+    /// The certified relative duality gap is at most `tol`.
+    Converged,
+    /// `max_iter` iterations ran before the gap reached `tol`.
+    IterationLimit,
+    /// The interior-point method stopped making progress before the gap reached `tol`.
+    Stalled,
+    /// The computation lost accuracy (a factorisation or direction failed, or the certificate
+    /// overflowed).
+    NumericalTrouble,
 }
 
-fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
-    array: &'a PyReadonlyArray<'_, T, D>,
-    argument: &str,
-) -> PyResult<&'a [T]> {
-    array
-        .as_slice()
-        .map_err(|_| PyValueError::new_err(format!("{argument}: must be a C-contiguous array")))
-}
-
-fn dims<T: numpy::Element>(
-    array: &PyReadonlyArray2<'_, T>,
-    argument: &str,
-) -> PyResult<(usize, usize)> {
-    match *array.shape() {
-        [rows, cols] => Ok((rows, cols)),
-        _ => Err(PyValueError::new_err(format!("{argument}: must be 2-D"))),
+impl From<SolverStatus> for PySolverStatus {
+    fn from(status: SolverStatus) -> Self {
+        match status {
+            SolverStatus::Converged => Self::Converged,
+            SolverStatus::IterationLimit => Self::IterationLimit,
+            SolverStatus::Stalled => Self::Stalled,
+            SolverStatus::NumericalTrouble => Self::NumericalTrouble,
+        }
     }
 }
 
-fn gang_sizes_u32(gang_sizes: &[i64]) -> PyResult<Vec<u32>> {
-    gang_sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &g)| {
-            u32::try_from(g).map_err(|_| {
-                PyValueError::new_err(format!(
-                    "gang_sizes: job {i} has gang size {g}, not a GPU count"
-                ))
+impl PySolverStatus {
+    fn core(self) -> SolverStatus {
+        match self {
+            Self::Converged => SolverStatus::Converged,
+            Self::IterationLimit => SolverStatus::IterationLimit,
+            Self::Stalled => SolverStatus::Stalled,
+            Self::NumericalTrouble => SolverStatus::NumericalTrouble,
+        }
+    }
+}
+
+#[pymethods]
+impl PySolverStatus {
+    /// The status's name in lower case (`"converged"`, `"iteration_limit"`, `"stalled"`,
+    /// `"numerical_trouble"`).
+    #[getter]
+    fn value(&self) -> &'static str {
+        self.core().name()
+    }
+
+    fn __str__(&self) -> &'static str {
+        self.core().name()
+    }
+
+    /// Pickle support: the class attribute of the same name.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let getattr = py.import("builtins")?.getattr("getattr")?;
+        let name = self.core().name().to_ascii_uppercase();
+        let class = py.get_type::<Self>();
+        PyTuple::new(
+            py,
+            [
+                getattr,
+                PyTuple::new(py, [class.into_any(), name.into_pyobject(py)?.into_any()])?
+                    .into_any(),
+            ],
+        )
+    }
+}
+
+/// Settings of a market solve (`shockwave.market.solve` builds them from its arguments). The
+/// defaults are the core's (`shockwave_core::market::SolverSettings::default()`).
+#[pyclass(
+    name = "SolverSettings",
+    module = "shockwave._core",
+    frozen,
+    from_py_object
+)]
+#[derive(Clone, Copy)]
+pub struct PySolverSettings {
+    inner: SolverSettings,
+}
+
+#[pymethods]
+impl PySolverSettings {
+    #[new]
+    #[pyo3(signature = (*, tol = None, max_iter = None, method = None, warmup_iterations = None))]
+    fn new(
+        tol: Option<f64>,
+        max_iter: Option<usize>,
+        method: Option<&str>,
+        warmup_iterations: Option<usize>,
+    ) -> PyResult<Self> {
+        guarded(|| {
+            let defaults = SolverSettings::default();
+            let inner = SolverSettings {
+                tol: tol.unwrap_or(defaults.tol),
+                max_iter: max_iter.unwrap_or(defaults.max_iter),
+                method: match method {
+                    Some(name) => name.parse::<Method>()?,
+                    None => defaults.method,
+                },
+                warmup_iterations: warmup_iterations.or(defaults.warmup_iterations),
+                simd: defaults.simd,
+            };
+            inner.validate()?;
+            Ok(Self { inner })
+        })
+    }
+
+    /// Target relative duality gap (> 0).
+    #[getter]
+    fn tol(&self) -> f64 {
+        self.inner.tol
+    }
+
+    /// Largest number of iterations, all methods together (>= 1).
+    #[getter]
+    fn max_iter(&self) -> usize {
+        self.inner.max_iter
+    }
+
+    /// The algorithm: `"interior_point"` or `"proportional_response"`.
+    #[getter]
+    fn method(&self) -> &'static str {
+        self.inner.method.name()
+    }
+
+    /// Proportional-response iterations before the interior-point method (`None`: 5 from a cold
+    /// start, 1 from a warm start).
+    #[getter]
+    fn warmup_iterations(&self) -> Option<usize> {
+        self.inner.warmup_iterations
+    }
+
+    fn __repr__(&self) -> String {
+        let warmup = self
+            .inner
+            .warmup_iterations
+            .map_or("None".to_string(), |n| n.to_string());
+        format!(
+            "SolverSettings(tol={:?}, max_iter={}, method={:?}, warmup_iterations={warmup})",
+            self.inner.tol,
+            self.inner.max_iter,
+            self.inner.method.name()
+        )
+    }
+}
+
+/// A solved market: equilibrium shares and prices with their certificate and the solver's
+/// status (documented in `shockwave.market`).
+#[pyclass(name = "MarketSolution", module = "shockwave._core", frozen, get_all)]
+pub struct PyMarketSolution {
+    /// `(N, T)` fraction of round `t` during which job `i` holds its gang (feasible).
+    shares: Py<PyArray2<f64>>,
+    /// `(T,)` price of one GPU for one round, in budget units.
+    prices: Py<PyArray1<f64>>,
+    /// `(N,)` `u_i = c_i + sum_t a_it x_it` of the shares.
+    utilities: Py<PyArray1<f64>>,
+    /// `(N, T)` proportional-response bids at this equilibrium (the next solve's warm start).
+    bids: Py<PyArray2<f64>>,
+    /// `sum_i w_i log u_i` over the jobs in the objective.
+    objective: f64,
+    /// The dual bound at the prices (`>= objective`).
+    dual_bound: f64,
+    /// `(dual_bound - objective) / sum_i w_i`: the relative duality gap.
+    gap: f64,
+    /// Iterations of both methods together.
+    iterations: usize,
+    /// Proportional-response iterations among them.
+    pr_iterations: usize,
+    /// Interior-point iterations among them.
+    ipm_iterations: usize,
+    /// Whether the certified gap is at most `tol` (`status == SolverStatus.CONVERGED`).
+    converged: bool,
+    /// Why the solver stopped.
+    status: PySolverStatus,
+    /// Jobs `N` (rows).
+    jobs: usize,
+    /// Rounds `T` in the planning window (columns).
+    rounds: usize,
+}
+
+/// A 2-D float64 array argument as a read-only copy, checked against `shape` where given.
+fn owned_matrix(
+    py: Python<'_>,
+    array: &PyReadonlyArray2<'_, f64>,
+    argument: &str,
+    shape: Option<(usize, usize)>,
+) -> BindingResult<Py<PyArray2<f64>>> {
+    let (rows, cols) = dims(array, argument)?;
+    if let Some(expected) = shape {
+        if (rows, cols) != expected {
+            return Err(input_error(
+                argument,
+                format!("expected shape {expected:?}, got ({rows}, {cols})"),
+            ));
+        }
+    }
+    Ok(frozen_matrix(
+        py,
+        rows,
+        cols,
+        array.as_array().iter().copied().collect(),
+    )?)
+}
+
+/// A 1-D float64 array argument of `length` entries as a read-only copy.
+fn owned_vector(
+    py: Python<'_>,
+    array: &PyReadonlyArray1<'_, f64>,
+    argument: &str,
+    length: usize,
+) -> BindingResult<Py<PyArray1<f64>>> {
+    if array.len()? != length {
+        return Err(input_error(
+            argument,
+            format!("expected shape ({length},), got ({},)", array.len()?),
+        ));
+    }
+    Ok(frozen_vector(
+        py,
+        array.as_array().iter().copied().collect(),
+    )?)
+}
+
+#[pymethods]
+impl PyMarketSolution {
+    /// Rebuild a solution from its fields (for pickling; the arrays are copied and checked
+    /// for consistent shapes).
+    #[new]
+    #[pyo3(signature = (
+        *, shares, prices, utilities, bids, objective, dual_bound, gap, iterations,
+        pr_iterations, ipm_iterations, converged, status,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        shares: PyReadonlyArray2<'_, f64>,
+        prices: PyReadonlyArray1<'_, f64>,
+        utilities: PyReadonlyArray1<'_, f64>,
+        bids: PyReadonlyArray2<'_, f64>,
+        objective: f64,
+        dual_bound: f64,
+        gap: f64,
+        iterations: usize,
+        pr_iterations: usize,
+        ipm_iterations: usize,
+        converged: bool,
+        status: PySolverStatus,
+    ) -> PyResult<Self> {
+        guarded(|| {
+            let (jobs, rounds) = dims(&shares, "shares")?;
+            if converged != (status == PySolverStatus::Converged) {
+                return Err(input_error(
+                    "converged",
+                    format!("{converged} contradicts status {}", status.core().name()),
+                ));
+            }
+            if pr_iterations.checked_add(ipm_iterations) != Some(iterations) {
+                return Err(input_error(
+                    "iterations",
+                    format!(
+                        "{iterations} is not pr_iterations + ipm_iterations \
+                         ({pr_iterations} + {ipm_iterations})"
+                    ),
+                ));
+            }
+            Ok(Self {
+                shares: owned_matrix(py, &shares, "shares", None)?,
+                prices: owned_vector(py, &prices, "prices", rounds)?,
+                utilities: owned_vector(py, &utilities, "utilities", jobs)?,
+                bids: owned_matrix(py, &bids, "bids", Some((jobs, rounds)))?,
+                objective,
+                dual_bound,
+                gap,
+                iterations,
+                pr_iterations,
+                ipm_iterations,
+                converged,
+                status,
+                jobs,
+                rounds,
             })
         })
-        .collect()
-}
+    }
 
-fn matrix<'py, T: numpy::Element>(
-    py: Python<'py>,
-    rows: usize,
-    cols: usize,
-    data: Vec<T>,
-) -> PyResult<Bound<'py, PyArray2<T>>> {
-    Array2::from_shape_vec((rows, cols), data)
-        .map(|a| a.into_pyarray(py))
-        .map_err(|e| PyValueError::new_err(format!("internal shape error: {e}")))
-}
+    /// This solution's bids shifted `rounds` rounds forward (see `shockwave.market.shift_bids`).
+    #[pyo3(signature = (rounds = 1))]
+    fn shifted_bids<'py>(
+        &self,
+        py: Python<'py>,
+        rounds: i64,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        guarded(|| {
+            let elapsed = usize::try_from(rounds).map_err(|_| {
+                input_error(
+                    "rounds",
+                    format!("expected a nonnegative integer, got {rounds}"),
+                )
+            })?;
+            let bids = self.bids.bind(py).readonly();
+            let shifted = shift_bids(contiguous(&bids, "bids")?, self.jobs, self.rounds, elapsed)?;
+            Ok(matrix(py, self.jobs, self.rounds, shifted)?)
+        })
+    }
 
-/// The solution as a tuple: shares, prices, utilities, bids, objective, dual_bound, gap,
-/// iterations, pr_iterations, ipm_iterations, converged.
-type SolutionTuple<'py> = (
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray2<f64>>,
-    f64,
-    f64,
-    f64,
-    usize,
-    usize,
-    usize,
-    bool,
-);
+    /// Pickle support: the keyword arguments of the constructor.
+    fn __getnewargs_ex__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyDict>)> {
+        let fields = PyDict::new(py);
+        fields.set_item("shares", self.shares.clone_ref(py))?;
+        fields.set_item("prices", self.prices.clone_ref(py))?;
+        fields.set_item("utilities", self.utilities.clone_ref(py))?;
+        fields.set_item("bids", self.bids.clone_ref(py))?;
+        fields.set_item("objective", self.objective)?;
+        fields.set_item("dual_bound", self.dual_bound)?;
+        fields.set_item("gap", self.gap)?;
+        fields.set_item("iterations", self.iterations)?;
+        fields.set_item("pr_iterations", self.pr_iterations)?;
+        fields.set_item("ipm_iterations", self.ipm_iterations)?;
+        fields.set_item("converged", self.converged)?;
+        fields.set_item("status", self.status)?;
+        Ok((PyTuple::empty(py), fields))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "MarketSolution(jobs={}, rounds={}, status={}, gap={:e}, iterations={})",
+            self.jobs,
+            self.rounds,
+            self.status.core().name(),
+            self.gap,
+            self.iterations
+        )
+    }
+}
 
 /// Solve the market (see `shockwave.market.solve`, which prepares the arguments).
 #[pyfunction]
-#[pyo3(signature = (valuations, gang_sizes, supply, budgets, progress, ceilings, tol, max_iter, method, warmup_iterations, warm_start=None))]
+#[pyo3(signature = (valuations, gang_sizes, supply, budgets, progress, ceilings, settings, warm_start=None))]
 #[allow(clippy::too_many_arguments)]
-fn solve_market<'py>(
-    py: Python<'py>,
-    valuations: PyReadonlyArray2<'py, f64>,
-    gang_sizes: PyReadonlyArray1<'py, i64>,
-    supply: PyReadonlyArray1<'py, f64>,
-    budgets: PyReadonlyArray1<'py, f64>,
-    progress: PyReadonlyArray1<'py, f64>,
-    ceilings: PyReadonlyArray1<'py, f64>,
-    tol: f64,
-    max_iter: usize,
-    method: &str,
-    warmup_iterations: Option<usize>,
-    warm_start: Option<PyReadonlyArray2<'py, f64>>,
-) -> PyResult<SolutionTuple<'py>> {
-    crate::guarded(|| {
+fn solve_market(
+    py: Python<'_>,
+    valuations: PyReadonlyArray2<'_, f64>,
+    gang_sizes: PyReadonlyArray1<'_, i64>,
+    supply: PyReadonlyArray1<'_, f64>,
+    budgets: PyReadonlyArray1<'_, f64>,
+    progress: PyReadonlyArray1<'_, f64>,
+    ceilings: PyReadonlyArray1<'_, f64>,
+    settings: PySolverSettings,
+    warm_start: Option<PyReadonlyArray2<'_, f64>>,
+) -> PyResult<PyMarketSolution> {
+    guarded(|| {
         let (jobs, rounds) = dims(&valuations, "valuations")?;
-        let method = match method {
-            "interior_point" => Method::InteriorPoint,
-            "proportional_response" => Method::ProportionalResponse,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "method: expected 'interior_point' or 'proportional_response', got {other:?}"
-                )))
-            }
-        };
         let gangs = gang_sizes_u32(contiguous(&gang_sizes, "gang_sizes")?)?;
         let problem = MarketProblem {
             jobs,
@@ -120,42 +390,40 @@ fn solve_market<'py>(
             progress: contiguous(&progress, "progress")?,
             ceilings: contiguous(&ceilings, "ceilings")?,
         };
-        let market = PreparedMarket::new(&problem).map_err(value_error)?;
+        let market = PreparedMarket::new(&problem)?;
         let warm: Option<Vec<f64>> = match &warm_start {
             Some(bids) => {
                 if dims(bids, "warm_start")? != (jobs, rounds) {
-                    return Err(PyValueError::new_err(format!(
-                        "warm_start: expected shape ({jobs}, {rounds}), got {:?}",
-                        bids.shape()
-                    )));
+                    return Err(input_error(
+                        "warm_start",
+                        format!(
+                            "expected shape ({jobs}, {rounds}), got {:?}",
+                            dims(bids, "warm_start")?
+                        ),
+                    ));
                 }
                 Some(contiguous(bids, "warm_start")?.to_vec())
             }
             None => None,
         };
-        let settings = SolverSettings {
-            tol,
-            max_iter,
-            method,
-            warmup_iterations,
-            simd: true,
-        };
-        let solution = py
-            .detach(|| market.solve(&settings, warm.as_deref()))
-            .map_err(value_error)?;
-        Ok((
-            matrix(py, jobs, rounds, solution.shares)?,
-            solution.prices.into_pyarray(py),
-            solution.utilities.into_pyarray(py),
-            matrix(py, jobs, rounds, solution.bids)?,
-            solution.objective,
-            solution.dual_bound,
-            solution.gap,
-            solution.iterations,
-            solution.pr_iterations,
-            solution.ipm_iterations,
-            solution.converged,
-        ))
+        let settings = settings.inner;
+        let solution = py.detach(|| market.solve(&settings, warm.as_deref()))?;
+        Ok(PyMarketSolution {
+            shares: frozen_matrix(py, jobs, rounds, solution.shares)?,
+            prices: frozen_vector(py, solution.prices)?,
+            utilities: frozen_vector(py, solution.utilities)?,
+            bids: frozen_matrix(py, jobs, rounds, solution.bids)?,
+            objective: solution.objective,
+            dual_bound: solution.dual_bound,
+            gap: solution.gap,
+            iterations: solution.iterations,
+            pr_iterations: solution.pr_iterations,
+            ipm_iterations: solution.ipm_iterations,
+            converged: solution.converged,
+            status: solution.status.into(),
+            jobs,
+            rounds,
+        })
     })
 }
 
@@ -166,11 +434,10 @@ fn shift_market_bids<'py>(
     bids: PyReadonlyArray2<'py, f64>,
     elapsed: usize,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    crate::guarded(|| {
+    guarded(|| {
         let (jobs, rounds) = dims(&bids, "bids")?;
-        let shifted =
-            shift_bids(contiguous(&bids, "bids")?, jobs, rounds, elapsed).map_err(value_error)?;
-        matrix(py, jobs, rounds, shifted)
+        let shifted = shift_bids(contiguous(&bids, "bids")?, jobs, rounds, elapsed)?;
+        Ok(matrix(py, jobs, rounds, shifted)?)
     })
 }
 
@@ -185,7 +452,7 @@ fn round_market_schedule<'py>(
     backfill_order: Option<PyReadonlyArray1<'py, i64>>,
     deficit: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<Bound<'py, PyArray2<bool>>> {
-    crate::guarded(|| {
+    guarded(|| {
         let (jobs, rounds) = dims(&shares, "shares")?;
         let gangs = gang_sizes_u32(contiguous(&gang_sizes, "gang_sizes")?)?;
         let order: Option<Vec<usize>> = match &backfill_order {
@@ -194,12 +461,13 @@ fn round_market_schedule<'py>(
                     .iter()
                     .map(|&i| {
                         usize::try_from(i).map_err(|_| {
-                            PyValueError::new_err(format!(
-                                "backfill_order: job {i} does not exist (there are {jobs} jobs)"
-                            ))
+                            input_error(
+                                "backfill_order",
+                                format!("job {i} does not exist (there are {jobs} jobs)"),
+                            )
                         })
                     })
-                    .collect::<PyResult<Vec<usize>>>()?,
+                    .collect::<BindingResult<Vec<usize>>>()?,
             ),
             None => None,
         };
@@ -219,15 +487,22 @@ fn round_market_schedule<'py>(
             backfill_order: order.as_deref(),
             deficit: deficit.as_deref(),
         };
-        let schedule = py.detach(|| round_schedule(&input)).map_err(value_error)?;
-        matrix(py, jobs, rounds, schedule)
+        let schedule = py.detach(|| round_schedule(&input))?;
+        Ok(matrix(py, jobs, rounds, schedule)?)
     })
 }
 
-/// Add this module's functions and classes to `shockwave._core`.
+/// Add this module's functions, classes and constants to `shockwave._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySolverStatus>()?;
+    m.add_class::<PySolverSettings>()?;
+    m.add_class::<PyMarketSolution>()?;
     m.add_function(wrap_pyfunction!(solve_market, m)?)?;
     m.add_function(wrap_pyfunction!(shift_market_bids, m)?)?;
     m.add_function(wrap_pyfunction!(round_market_schedule, m)?)?;
+    let methods: Vec<&str> = Method::ALL.iter().map(|method| method.name()).collect();
+    m.add("SOLVER_METHODS", PyTuple::new(m.py(), methods)?)?;
+    m.add("MAX_INTERIOR_POINT_ROUNDS", MAX_INTERIOR_POINT_ROUNDS)?;
+    m.add("MAX_ROUNDS", shockwave_core::limits::MAX_ROUNDS)?;
     Ok(())
 }

@@ -31,7 +31,7 @@ original applies to its objective, expressed as market budgets.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,8 @@ IntArray = npt.NDArray[np.int64]
 
 #: ``"jct"``: compare completion times since arrival; ``"absolute"``: the original's absolute times.
 FairnessClock = Literal["jct", "absolute"]
+#: The clocks (the policy's ``fairness_clock`` option).
+FAIRNESS_CLOCKS: tuple[FairnessClock, ...] = get_args(FairnessClock)
 
 #: Weight of the time-weighted history in the momentum target (the original's 0.9).
 MOMENTUM = 0.9

@@ -8,11 +8,14 @@ Every round (or every ``replan_period`` rounds, and whenever jobs arrive or comp
 2. finish-time-fairness targets are refreshed when the set of jobs changed, and each job's
    projected ratio ``rho^_i`` gives its fairness boost
    (:mod:`~shockwave.policies.shockwave.fairness`);
-3. budgets combine a base share, the fairness boost and the makespan budget
-   (:mod:`~shockwave.policies.shockwave.budgets`);
-4. the market of the next ``T`` rounds is solved (warm-started from the previous plan); each
-   job's planned rounds are paced evenly over its rounds with work and rounded into whole-gang
-   rounds together with the rounds earlier plans still owe it (at most ``max_owed_rounds``);
+3. the planning backend (:mod:`~shockwave.policies.shockwave.backends`, the ``backend``
+   parameter) plans the window. The ``market`` backend: budgets combine a base share, the
+   fairness boost and the makespan budget (:mod:`~shockwave.policies.shockwave.budgets`); the
+   market of the next ``T`` rounds is solved (warm-started from the previous plan; a warm start
+   that stalls is retried cold); each job's planned rounds are paced evenly over its rounds with
+   work and rounded into whole-gang rounds together with the rounds earlier plans still owe it
+   (at most ``max_owed_rounds``). The ``milp`` backend solves the original's integer program;
+4. the policy keeps the plan, and what each job is owed, until the next planning step;
 5. the first round of the plan is dispatched; GPUs it leaves free go to the other jobs, longest
    expected remaining runtime first (work conservation).
 """
@@ -22,93 +25,38 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from shockwave import market
-from shockwave.adaptation import ESTIMATORS, JobModels, Prediction
+from shockwave.adaptation import ESTIMATORS, Estimator, JobModels
+from shockwave.arguments import choice
+from shockwave.errors import InputError
 from shockwave.id_lookup import positions_of
-from shockwave.policies.protocol import RoundPolicy
-from shockwave.policies.shockwave.budgets import market_budgets
-from shockwave.policies.shockwave.correction import correct_plan, required_rounds
+from shockwave.policies.shockwave.backends import (
+    BACKENDS,
+    WARM_START_SMOOTHING,
+    Backend,
+    MarketBackend,
+    MilpBackend,
+    PlanningBackend,
+    PlanningStep,
+    paced_shares,
+)
 from shockwave.policies.shockwave.fairness import (
+    FAIRNESS_CLOCKS,
+    FairnessClock,
     FinishTimeTargets,
     fairness_boost,
 )
-from shockwave.policies.shockwave.milp import MilpInputs, plan_milp
+from shockwave.policies.shockwave.plan import Plan, PlanningStats
+from shockwave.scheduling import ClusterState, RoundPolicy
 
-if TYPE_CHECKING:
-    from shockwave.sim.state import ClusterState
+__all__ = ["WARM_START_SMOOTHING", "Plan", "PlanningStats", "Shockwave", "paced_shares"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-#: Largest progress fraction handed to the market (it needs ``c_i < 1``; a job whose counters
-#: say it is done but that is still active, such as the original's stuck jobs, is held just below).
-_MAX_PROGRESS = 1.0 - 1e-9
-#: Share of each warm-start row spread over the window (``market.warm_start_bids``); measured on
-#: this policy's consecutive markets, where budgets move and jobs come and go every round
-#: (``benches/README.md``, "Warm starts on the policy's markets").
-WARM_START_SMOOTHING = 0.1
-
-
-@dataclass
-class PlanningStats:
-    """What the planner did over a simulation (for reports and tests).
-
-    Attributes:
-        solves: market solves.
-        solver_iterations: their iterations in total.
-        worst_gap: largest relative duality gap of a solve.
-        not_converged: solves that stopped above the tolerance (their certified plan was used).
-        cold_retries: warm-started solves that missed the tolerance and were solved again cold.
-        corrections: plans changed by the finish-time correction.
-        correction_failures: corrections without a usable point (the market plan was kept).
-        correction_inexact: corrections used with a status other than "solved".
-        milp_paths: ``milp`` backend: how many steps took each path (constrained, relaxed, ...).
-        planning_seconds: wall time of each planning step, seconds.
-    """
-
-    solves: int = 0
-    solver_iterations: int = 0
-    worst_gap: float = 0.0
-    not_converged: int = 0
-    cold_retries: int = 0
-    corrections: int = 0
-    correction_failures: int = 0
-    correction_inexact: int = 0
-    milp_paths: dict[str, int] = field(default_factory=dict)
-    planning_seconds: list[float] = field(default_factory=list)
-
-
-@dataclass
-class Plan:
-    """A solved plan: which job runs in which of the next rounds.
-
-    Attributes:
-        round_index: the round the plan starts at.
-        job_ids: the planned jobs (rows).
-        schedule: ``(N, T)`` booleans, ``True`` where the job holds its gang in the round.
-        backfill_order: job ids, longest expected remaining runtime first.
-        remaining_seconds: each job's expected remaining runtime, seconds.
-        rho_hat: each job's projected finish-time ratio.
-        budgets: each job's market budget (``milp``: its objective weight ``p_i``).
-        solution: the market solution (``None`` for the ``milp`` backend or no jobs).
-        paced: ``(N, T)`` the shares the schedule was rounded from (the market's shares paced
-            evenly over each job's rounds with work; ``None`` for the ``milp`` backend).
-    """
-
-    round_index: int
-    job_ids: IntArray
-    schedule: npt.NDArray[np.bool_]
-    backfill_order: IntArray
-    remaining_seconds: FloatArray
-    rho_hat: FloatArray
-    budgets: FloatArray
-    solution: market.MarketSolution | None
-    paced: FloatArray | None = None
 
 
 @dataclass
@@ -158,18 +106,19 @@ class Shockwave(RoundPolicy):
     remaining_exponent: float = 2.0
     fairness_exponent: float = 0.0
     rho_max: float = 1.0
-    estimator: str = "markov"
+    estimator: Estimator = "markov"
     replan_period: int = 1
     gang_budgets: bool = True
-    fairness_clock: str = "jct"
+    fairness_clock: FairnessClock = "jct"
     ftf_correction: bool = False
     solver_tolerance: float = 1e-4
-    backend: str = "market"
+    backend: Backend = "market"
     milp_makespan_k: float = 1e-3
     milp_time_limit: float = 15.0
     max_owed_rounds: float = 2.0
     name = "shockwave"
 
+    _backend: PlanningBackend | None = field(default=None, init=False, repr=False)
     _models: JobModels | None = field(default=None, init=False, repr=False)
     _targets: FinishTimeTargets | None = field(default=None, init=False, repr=False)
     _plan: Plan | None = field(default=None, init=False, repr=False)
@@ -186,7 +135,7 @@ class Shockwave(RoundPolicy):
         ):  # fmt: skip
             value = getattr(self, name)
             if not math.isfinite(value):
-                raise ValueError(f"shockwave: {name} must be finite, got {value!r}")
+                raise InputError(name, f"must be finite, got {value!r}")
         limit = market.MAX_INTERIOR_POINT_ROUNDS
         checks = [
             (
@@ -202,24 +151,37 @@ class Shockwave(RoundPolicy):
             ("replan_period", self.replan_period >= 1, ">= 1"),
             ("max_owed_rounds", self.max_owed_rounds >= 0, ">= 0"),
             ("solver_tolerance", 0 < self.solver_tolerance < 1, "in (0, 1)"),
+            ("milp_makespan_k", self.milp_makespan_k >= 0, ">= 0"),
+            ("milp_time_limit", self.milp_time_limit > 0, "> 0"),
         ]
         for name, ok, rule in checks:
             if not ok:
-                raise ValueError(f"shockwave: {name} must be {rule}, got {getattr(self, name)!r}")
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(
-                f"shockwave: estimator must be one of {ESTIMATORS}, got {self.estimator!r}"
-            )
-        if self.backend not in ("market", "milp"):
-            raise ValueError(f"shockwave: backend must be 'market' or 'milp', got {self.backend!r}")
-        if self.milp_makespan_k < 0 or self.milp_time_limit <= 0:
-            raise ValueError("shockwave: milp_makespan_k must be >= 0 and milp_time_limit > 0")
-        if self.fairness_clock not in ("jct", "absolute"):
-            raise ValueError(
-                "shockwave: fairness_clock must be 'jct' or 'absolute', "
-                f"got {self.fairness_clock!r}"
-            )
+                raise InputError(name, f"must be {rule}, got {getattr(self, name)!r}")
+        # The option strings, validated by the one helper against the one list of each.
+        choice(self.estimator, "estimator", ESTIMATORS)
+        choice(self.fairness_clock, "fairness_clock", FAIRNESS_CLOCKS)
+        choice(self.backend, "backend", tuple(BACKENDS))
         self.reset()
+
+    def _make_backend(self) -> PlanningBackend:
+        """The planner of the ``backend`` parameter, with its share of the parameters."""
+        if self.backend == "milp":
+            return MilpBackend(
+                planning_rounds=self.planning_rounds,
+                rho_max=self.rho_max,
+                makespan_k=self.milp_makespan_k,
+                time_limit=self.milp_time_limit,
+            )
+        return MarketBackend(
+            planning_rounds=self.planning_rounds,
+            solver_tolerance=self.solver_tolerance,
+            gang_budgets=self.gang_budgets,
+            remaining_exponent=self.remaining_exponent,
+            makespan_weight=self.makespan_weight,
+            critical_window_rounds=self.critical_window_rounds,
+            ftf_correction=self.ftf_correction,
+            rho_max=self.rho_max,
+        )
 
     @property
     def last_plan(self) -> Plan | None:
@@ -228,6 +190,7 @@ class Shockwave(RoundPolicy):
 
     def reset(self) -> None:
         """Forget every job and plan (a new simulation)."""
+        self._backend = self._make_backend()
         self._models = None
         self._targets = None
         self._plan = None
@@ -257,8 +220,8 @@ class Shockwave(RoundPolicy):
     def _sync(self, state: ClusterState) -> JobModels:
         """Bring the adaptation model up to date with the cluster."""
         if self._models is None:
-            self._models = JobModels(self.estimator)  # type: ignore[arg-type]
-            self._targets = FinishTimeTargets(len(state.workload), self.fairness_clock)  # type: ignore[arg-type]
+            self._models = JobModels(self.estimator)
+            self._targets = FinishTimeTargets(len(state.workload), self.fairness_clock)
             self._owed = np.zeros(len(state.workload))
         models = self._models
         for job_id in state.completed.tolist():
@@ -351,153 +314,30 @@ class Shockwave(RoundPolicy):
         # simulator's stuck jobs): run them first, so that they leave instead of waiting forever.
         stalled = prediction.valuations.sum(axis=1) <= 0.0
         order = np.lexsort((state.job_ids, -remaining, ~stalled))
-        solution: market.MarketSolution | None = None
-        paced: FloatArray | None = None
-        if self.backend == "milp":
-            budgets = boost
-            schedule = self._plan_milp(state, remaining, boost)
-        else:
-            budgets = market_budgets(
-                state.weight,
-                state.gang_size,
-                boost,
-                remaining,
-                gang_budgets=self.gang_budgets,
-                remaining_exponent=self.remaining_exponent,
-                makespan_weight=self.makespan_weight,
-                window_seconds=self.critical_window_rounds * tau,
-                round_seconds=tau,
-            )
-            solution, paced, schedule = self._plan_market(
-                state, prediction, rho_hat, boost, budgets, stalled
-            )
+        backend = self._backend if self._backend is not None else self._make_backend()
+        step = PlanningStep(
+            state=state,
+            prediction=prediction,
+            rho_hat=rho_hat,
+            boost=boost,
+            stalled=stalled,
+            targets=targets,
+            owed=self._owed[state.positions],
+            previous=self._plan,
+        )
+        planned = backend.plan(step, self.stats)
         self.stats.planning_seconds.append(time.perf_counter() - started)
         return Plan(
             state.round_index,
             state.job_ids.copy(),
-            schedule,
+            planned.schedule,
             state.job_ids[order],
             remaining,
             rho_hat,
-            budgets,
-            solution,
-            paced,
+            planned.budgets,
+            planned.solution,
+            planned.paced,
         )
-
-    def _plan_market(
-        self,
-        state: ClusterState,
-        prediction: Prediction,
-        rho_hat: FloatArray,
-        boost: FloatArray,
-        budgets: FloatArray,
-        stalled: npt.NDArray[np.bool_],
-    ) -> tuple[market.MarketSolution, FloatArray, npt.NDArray[np.bool_]]:
-        """The market solve, the optional correction, pacing and the rounding.
-
-        The market decides how many rounds each job gets in the window; its rounds are nearly
-        interchangeable, so *when* it places them is arbitrary, and a receding horizon that only
-        dispatches the first round could postpone a job forever. The shares are therefore paced:
-        each job's planned total is spread evenly over the rounds in which it still has work
-        (``a_it > 0``; a job finishing in three rounds keeps its three), and rounded with the
-        rounds each job is owed from earlier plans (planned minus run, carried from plan to
-        plan). Stalled jobs are owed the first round.
-        """
-        tau = state.round_seconds
-        remaining = prediction.remaining_mean_seconds
-
-        def solve(warm: FloatArray | None) -> market.MarketSolution:
-            return market.solve(
-                prediction.valuations,
-                state.gang_size,
-                float(state.gpus),
-                budgets=budgets,
-                progress=np.minimum(prediction.offsets, _MAX_PROGRESS),
-                tol=self.solver_tolerance,
-                warm_start=warm,
-            )
-
-        warm = self._warm_start(state, budgets)
-        solution = solve(warm)
-        if not solution.converged and warm is not None:
-            # a warm start that does not reach the tolerance is retried cold
-            self.stats.cold_retries += 1
-            solution = solve(None)
-        self._record_solve(solution)
-        shares = solution.shares
-        if self.ftf_correction:
-            assert self._targets is not None
-            deadlines = self._targets.deadlines(
-                state.round_index, state.positions, state.arrival_time, self.rho_max
-            )
-            floors = required_rounds(state.time, deadlines, remaining, self.planning_rounds, tau)
-            floors = np.where(rho_hat > self.rho_max, floors, 0.0)
-            fixed = correct_plan(
-                shares, prediction.valuations, state.gang_size, float(state.gpus), floors, boost
-            )
-            self.stats.correction_failures += int(not fixed.solved)
-            self.stats.correction_inexact += int(fixed.inexact)
-            self.stats.corrections += int(fixed.solved and fixed.shares is not shares)
-            shares = fixed.shares
-        paced = paced_shares(shares, prediction.valuations)
-        owed = self._owed[state.positions]
-        paced[stalled, 0] = 1.0
-        schedule = market.round_schedule(paced, state.gang_size, float(state.gpus), deficit=owed)
-        return solution, paced, schedule
-
-    def _plan_milp(
-        self, state: ClusterState, remaining: FloatArray, boost: FloatArray
-    ) -> npt.NDArray[np.bool_]:
-        """The original's integer program (:mod:`~shockwave.policies.shockwave.milp`)."""
-        assert self._targets is not None
-        done = np.minimum(state.epochs_done, state.num_epochs - 1)
-        window_average = np.array(
-            [
-                float(np.mean(np.maximum(np.rint(job.epoch_seconds[: e + 1]), 1.0)))
-                for job, e in zip(state.jobs, done.tolist(), strict=True)
-            ]
-        )
-        plan = plan_milp(
-            MilpInputs(
-                gang_size=state.gang_size,
-                epochs_done=state.epochs_done.astype(np.float64),
-                total_epochs=state.num_epochs.astype(np.float64),
-                epoch_seconds=window_average,
-                remaining=remaining,
-                targets=self._targets.targets(state.round_index, state.positions),
-                weights=boost,
-                round_index=state.round_index,
-                rounds=self.planning_rounds,
-                round_seconds=state.round_seconds,
-                gpus=state.gpus,
-                rho_max=self.rho_max,
-                makespan_k=self.milp_makespan_k,
-                time_limit=self.milp_time_limit,
-            )
-        )
-        self.stats.solves += 1
-        self.stats.milp_paths[plan.path] = self.stats.milp_paths.get(plan.path, 0) + 1
-        return plan.schedule
-
-    def _warm_start(self, state: ClusterState, budgets: FloatArray) -> FloatArray | None:
-        plan = self._plan
-        if plan is None or plan.solution is None:
-            return None
-        return market.warm_start_bids(
-            plan.solution,
-            previous_jobs=plan.job_ids,
-            current_jobs=state.job_ids,
-            elapsed_rounds=state.round_index - plan.round_index,
-            previous_budgets=plan.budgets,
-            budgets=budgets,
-            smoothing=WARM_START_SMOOTHING,
-        )
-
-    def _record_solve(self, solution: market.MarketSolution) -> None:
-        self.stats.solves += 1
-        self.stats.solver_iterations += solution.iterations
-        self.stats.worst_gap = max(self.stats.worst_gap, solution.gap)
-        self.stats.not_converged += int(not solution.converged)
 
     # ------------------------------------------------------------------------- dispatch
     def _dispatch(self, state: ClusterState, plan: Plan) -> IntArray:
@@ -533,17 +373,3 @@ class Shockwave(RoundPolicy):
                     break
         picked: IntArray = state.job_ids[np.concatenate([chosen, np.array(extra, dtype=np.int64)])]
         return picked
-
-
-def paced_shares(shares: FloatArray, valuations: FloatArray) -> FloatArray:
-    """Each job's planned rounds ``sum_t x_it`` spread evenly over its rounds with work.
-
-    A job's rounds with work are the first ``H_i`` of the window, ``H_i`` the number of rounds
-    with ``a_it > 0`` (valuations assume continuous service, so they are positive up to the
-    expected finish); ``H_i >= 1``. The supply stays respected on average over the window.
-    """
-    horizon = np.maximum((valuations > 0).sum(axis=1), 1)
-    rate = np.minimum(shares.sum(axis=1) / horizon, 1.0)
-    inside = np.arange(shares.shape[1])[None, :] < horizon[:, None]
-    paced: FloatArray = np.where(inside, rate[:, None], 0.0)
-    return paced

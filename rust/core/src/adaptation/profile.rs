@@ -305,10 +305,10 @@ mod tests {
     #[test]
     fn bad_profiles_name_the_field() {
         let err = Profile::build(&[], &[], &[]).err();
-        assert_eq!(err.map(|e| e.field), Some("batch_sizes".to_string()));
+        assert_eq!(err.map(|e| e.argument), Some("batch_sizes".to_string()));
         let err = Profile::build(&[32], &[f64::NAN], &[]).err();
-        assert_eq!(err.map(|e| e.field), Some("epoch_seconds".to_string()));
+        assert_eq!(err.map(|e| e.argument), Some("epoch_seconds".to_string()));
         let err = Profile::build(&[32], &[1.0], &[(32, 2.0)]).err();
-        assert_eq!(err.map(|e| e.field), Some("extra_regimes".to_string()));
+        assert_eq!(err.map(|e| e.argument), Some("extra_regimes".to_string()));
     }
 }

@@ -1,4 +1,5 @@
-//! Synthetic markets of the Shockwave policy's shape, for benchmarks and tests.
+//! Synthetic markets of the Shockwave policy's shape, for the unit tests and the benchmark
+//! (`benches/market.rs` includes this file; it is not part of the crate's API).
 //!
 //! The recipe (`tests/market_reference.random_market` in Python is the same but for the rounds
 //! left, log-uniform in [3, 300] there): gangs {1, 2, 4, 8} with probabilities 0.6 / 0.2 / 0.12

@@ -186,6 +186,47 @@ fn interior_point_reaches_equilibrium_and_agrees_with_proportional_response() {
 }
 
 #[test]
+fn the_status_says_why_a_solve_stopped() {
+    let m = Market::random(40, 8, 7);
+    let converged = solve_default(&m);
+    assert_eq!(converged.status, SolverStatus::Converged);
+    for method in Method::ALL {
+        let settings = SolverSettings {
+            tol: 1e-12,
+            max_iter: 3,
+            method,
+            ..SolverSettings::default()
+        };
+        let s = match solve(&m.problem(), &settings, None) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(!s.converged, "{method}: gap {}", s.gap);
+        assert_eq!(s.status, SolverStatus::IterationLimit, "{method}");
+        assert!(s.iterations <= 3);
+    }
+    // A tolerance below what double precision certifies: the method stops on its own, never
+    // at the caller's (large) iteration budget.
+    let settings = SolverSettings {
+        tol: 1e-300,
+        ..SolverSettings::default()
+    };
+    let s = match solve(&m.problem(), &settings, None) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    assert!(!s.converged);
+    assert!(
+        matches!(
+            s.status,
+            SolverStatus::Stalled | SolverStatus::NumericalTrouble
+        ),
+        "{}",
+        s.status
+    );
+}
+
+#[test]
 fn results_are_bitwise_deterministic() {
     let m = Market::random(60, 10, 3);
     assert_eq!(solve_default(&m), solve_default(&m));

@@ -1,0 +1,167 @@
+"""``shockwave bench ...``: the scale suite and the market-solver table (:mod:`shockwave.bench`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from shockwave import __version__
+from shockwave.atomic import atomic_write_text
+from shockwave.cli.exit_codes import UsageError
+from shockwave.cli.simulate_commands import check_outputs
+from shockwave.scheduling import MECHANICS
+
+#: ``--quick`` sizes: a run of a minute or two on two cores.
+QUICK_SCALE_SIZES = [(200, 32), (800, 128)]
+QUICK_SCALE_POLICIES = ["shockwave", "fifo"]
+QUICK_MARKET_SIZES = [(100, 20), (500, 20)]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``bench`` command group."""
+    bench = subparsers.add_parser(
+        "bench", help="run the benchmarks (scale suite, market-solver table)"
+    )
+    commands = bench.add_subparsers(dest="bench_command", required=True, metavar="SUITE")
+
+    scale = commands.add_parser(
+        "scale",
+        help="generated traces of thousands of jobs under Shockwave and baselines",
+        description="Each (size, policy) runs in a fresh process: simulate and generate wall "
+        "time, peak memory, rounds, per-round policy time and the metrics, with the fitted "
+        "exponent of cost against jobs x rounds. The full suite takes about an hour.",
+    )
+    scale.add_argument(
+        "--sizes",
+        default=None,
+        help="comma-separated JOBS:GPUS pairs (default: 1000:256,5000:1024,20000:6500)",
+    )
+    scale.add_argument(
+        "--policies", default=None, help="comma-separated policies (default: shockwave,gavel,"
+        "themis,fifo)",
+    )  # fmt: skip
+    scale.add_argument("--mechanics", default="exact", choices=MECHANICS)
+    scale.add_argument(
+        "--quick", action="store_true", help="small sizes and two policies (a minute or two)"
+    )
+    scale.add_argument("-o", "--output", metavar="FILE", help="write the results as JSON")
+    scale.add_argument("--markdown", metavar="FILE", help="write the table as Markdown")
+    scale.set_defaults(handler=_scale)
+
+    table = commands.add_parser(
+        "market",
+        help="the market solver cold and warm against Clarabel, and policy warm starts",
+        description="Iterations and median wall time of both methods to 1e-4 and 1e-6, cold "
+        "and warm, Clarabel through cvxpy when installed, and warm starts on the markets the "
+        "Shockwave policy solves.",
+    )
+    table.add_argument(
+        "--sizes", default=None, help="comma-separated JOBS:ROUNDS pairs (default: the table's)"
+    )
+    table.add_argument("--quick", action="store_true", help="two small sizes, one repeat")
+    table.add_argument("--repeats", type=int, default=None, help="timed solves per cell")
+    table.add_argument(
+        "--clarabel-max-jobs",
+        type=int,
+        default=1000,
+        help="skip Clarabel above this many jobs (default 1000: it takes minutes at 10,000)",
+    )
+    which = table.add_mutually_exclusive_group()
+    which.add_argument("--no-policy", action="store_true", help="skip the policy warm starts")
+    which.add_argument(
+        "--policy-only", action="store_true", help="only the policy warm-start table"
+    )
+    table.add_argument("-o", "--output", metavar="FILE", help="write the results as JSON")
+    table.add_argument("--markdown", metavar="FILE", help="write the tables as Markdown")
+    table.set_defaults(handler=_market)
+
+
+def _pairs(text: str, option: str) -> list[tuple[int, int]]:
+    try:
+        pairs = [tuple(int(v) for v in pair.split(":")) for pair in text.split(",")]
+    except ValueError:
+        raise UsageError(f"{option} {text!r}: expected comma-separated A:B integer pairs") from None
+    if any(len(p) != 2 or min(p) < 1 for p in pairs):
+        raise UsageError(
+            f"{option} {text!r}: expected comma-separated A:B pairs of positive integers"
+        )
+    return [(p[0], p[1]) for p in pairs]
+
+
+def _write(args: argparse.Namespace, document: dict[str, Any], markdown: str) -> None:
+    if args.output:
+        atomic_write_text(args.output, json.dumps(document, indent=2) + "\n")
+    if args.markdown:
+        atomic_write_text(args.markdown, markdown)
+
+
+def _scale(args: argparse.Namespace) -> int:
+    from shockwave.bench import scale
+
+    check_outputs({"--output": args.output, "--markdown": args.markdown})
+    if args.quick and (args.sizes or args.policies):
+        raise UsageError("--quick: sets --sizes and --policies itself; give one or the other")
+    sizes = QUICK_SCALE_SIZES if args.quick else scale.DEFAULT_SIZES
+    policies = QUICK_SCALE_POLICIES if args.quick else scale.DEFAULT_POLICIES
+    if args.sizes:
+        sizes = _pairs(args.sizes, "--sizes")
+    if args.policies:
+        policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    from shockwave.policies import resolve_policy_name
+
+    policies = [resolve_policy_name(p) for p in policies]
+    print(scale.HEADER)
+    print("|" + "---|" * 12, flush=True)
+    try:
+        rows = scale.run(
+            sizes, policies, args.mechanics, echo=lambda r: print(scale.format_row(r), flush=True)
+        )
+    except RuntimeError as exc:
+        raise UsageError(str(exc)) from None
+    exponents = scale.fitted_exponents(rows)
+    for policy, exponent in exponents.items():
+        print(f"fitted exponent {policy}: {exponent:.2f}")
+    document = {
+        "suite": "scale",
+        "shockwave": __version__,
+        "python": sys.version.split()[0],
+        "mechanics": args.mechanics,
+        "seed": scale.SEED,
+        "rows": rows,
+        "fitted_exponents": exponents,
+    }
+    _write(args, document, scale.report(rows, args.mechanics))
+    return 0
+
+
+def _market(args: argparse.Namespace) -> int:
+    from shockwave.bench import market_table
+
+    check_outputs({"--output": args.output, "--markdown": args.markdown})
+    sizes = market_table.SIZES
+    repeats = args.repeats
+    if args.quick:
+        sizes, repeats = QUICK_MARKET_SIZES, repeats or 1
+    if args.sizes:
+        sizes = _pairs(args.sizes, "--sizes")
+    if repeats is not None and repeats < 1:
+        raise UsageError(f"--repeats {repeats}: expected at least 1")
+    machine = market_table.machine()
+    document: dict[str, Any] = {"suite": "market", "shockwave": __version__, "machine": machine}
+    parts = []
+    if not args.policy_only:
+        records = market_table.solver_records(
+            sizes, clarabel_max_jobs=args.clarabel_max_jobs, repeats=repeats
+        )
+        document["solver"] = records
+        parts.append(market_table.solver_table(records, machine))
+        print(parts[-1], flush=True)
+    if not args.no_policy:
+        records = market_table.policy_records()
+        document["policy_warm_starts"] = records
+        parts.append(market_table.policy_table(records, machine))
+        print(parts[-1], flush=True)
+    _write(args, document, "\n".join(parts))
+    return 0

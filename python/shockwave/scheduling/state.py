@@ -1,0 +1,215 @@
+"""What a policy sees: a snapshot of the cluster at a round boundary.
+
+The snapshot is *struct-of-arrays*: one numpy array per quantity, aligned with the active jobs
+(admitted and not completed), in admission order. A policy over thousands of jobs reads whole
+columns (``state.gang_size``, ``state.remaining_seconds``) instead of walking per-job objects.
+Per-job static facts (the profile: batch size and duration of every epoch) stay on the
+:class:`~shockwave.workload.Job` objects, reachable through :meth:`ClusterState.job`.
+
+Progress is reported in the units of the active mechanics:
+
+* ``exact``: a job follows its profile; ``steps_run`` and ``total_steps`` count the profile's
+  iterations (an epoch at batch size ``b`` has ``ceil(samples_per_epoch / b)`` of them);
+* ``gavel``: a job follows the original simulator's runtime batch-size rules; ``steps_run`` and
+  ``total_steps`` are the original's step counters, in iterations at the *current* batch size
+  (they are rescaled whenever the batch size changes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from shockwave.id_lookup import positions_of
+from shockwave.scheduling.config import Mechanics
+from shockwave.workload import Job, Workload
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class ThroughputSamples:
+    """The measured throughput of one job, one sample per round it ran.
+
+    As the original's ``_throughput_timeline``: ``rounds[k]`` is the index of the round boundary
+    at which the run ended (one more than the index of the round that ran),
+    ``steps_per_second[k]`` the iterations per second measured over that run (net of the restart
+    penalty), ``batch_sizes[k]`` the batch size the run started with.
+    """
+
+    rounds: IntArray
+    steps_per_second: FloatArray
+    batch_sizes: IntArray
+
+    def __len__(self) -> int:
+        return int(self.rounds.shape[0])
+
+
+class SampleLog:
+    """Throughput samples of every job of a workload, appended by the simulator as rounds end.
+
+    Args:
+        position: for each internal job index, its position in the workload.
+    """
+
+    def __init__(self, position: IntArray) -> None:
+        jobs = position.shape[0]
+        self._rows: list[list[tuple[int, float, int]]] = [[] for _ in range(jobs)]
+        self._internal = np.empty(jobs, dtype=np.int64)
+        self._internal[position] = np.arange(jobs, dtype=np.int64)
+        #: the latest sample of each internal job (round -1: none yet)
+        self.last_round = np.full(jobs, -1, dtype=np.int64)
+        self.last_rate = np.zeros(jobs, dtype=np.float64)
+        self.last_batch_size = np.zeros(jobs, dtype=np.int64)
+
+    def record(
+        self, jobs: IntArray, round_index: int, steps_per_second: FloatArray, batch_size: IntArray
+    ) -> None:
+        """Record one run of each internal job in ``jobs``, ending at boundary ``round_index``."""
+        for job, rate, size in zip(
+            jobs.tolist(), steps_per_second.tolist(), batch_size.tolist(), strict=True
+        ):
+            self._rows[job].append((round_index, rate, size))
+        self.last_round[jobs] = round_index
+        self.last_rate[jobs] = steps_per_second
+        self.last_batch_size[jobs] = batch_size
+
+    def of_position(self, position: int, through_round: int) -> ThroughputSamples:
+        """The samples of the job at ``position`` in the workload, up to boundary
+        ``through_round`` (a snapshot taken then must not see later rounds)."""
+        rows = [r for r in self._rows[int(self._internal[position])] if r[0] <= through_round]
+        if not rows:
+            empty = np.zeros(0, dtype=np.int64)
+            return ThroughputSamples(empty, np.zeros(0, dtype=np.float64), empty.copy())
+        rounds, rates, sizes = zip(*rows, strict=True)
+        return ThroughputSamples(
+            np.array(rounds, dtype=np.int64),
+            np.array(rates, dtype=np.float64),
+            np.array(sizes, dtype=np.int64),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class ClusterState:
+    """The cluster at a round boundary, as handed to a policy.
+
+    Scalars:
+        time: the boundary, seconds since the trace's time origin.
+        round_index: index of the round about to be scheduled (0-based).
+        gpus: GPUs in the cluster (G).
+        round_seconds: round length tau, seconds.
+        mechanics: ``"exact"`` or ``"gavel"``.
+        workload: the simulated workload (every job, static facts).
+
+    Arrays, one entry per active job, in admission order:
+        positions: index of the job in ``workload.jobs``.
+        job_ids: the jobs' ``Job.job_id``.
+        arrival_time: trace arrival, seconds.
+        admission_time: the round boundary at which the job was admitted, seconds.
+        admission_round: index of that boundary.
+        gang_size: GPUs per job (w).
+        weight: priority weights (1 in every original trace).
+        num_epochs: epochs of each job's profile (E).
+        epochs_done: whole epochs completed (``floor`` of ``epoch_progress``).
+        epoch_progress: epochs completed, fractional (``exact``: exact position in the profile;
+            ``gavel``: the original's steps run divided by iterations per epoch).
+        steps_run, total_steps, remaining_steps: iteration counters (see the module notes).
+        batch_size: the batch size the job runs at now.
+        throughput: isolated throughput at the current batch size, iterations per second for the
+            whole gang (noise-free).
+        remaining_seconds: exclusive run time left at full speed, seconds (``exact``: the rest
+            of the profile; ``gavel``: ``remaining_steps / throughput``, the original's view).
+        service_seconds: run time received so far, seconds, net of restart penalties.
+        rounds_run, rounds_queued: rounds the job ran / waited since admission.
+        ran_last_round: whether the job ran in the previous round.
+        last_sample_round, last_sample_steps_per_second, last_sample_batch_size: the job's
+            latest throughput sample (as in :class:`ThroughputSamples`; round -1 and zeros when
+            it has none). A sample with ``last_sample_round == round_index`` is new: the job ran
+            in the round that just ended.
+
+    Events since the previous call of this policy:
+        arrived: ``job_ids`` of jobs admitted since then (all active).
+        completed: ``job_ids`` of jobs that completed since then (no longer active).
+    """
+
+    time: float
+    round_index: int
+    gpus: int
+    round_seconds: float
+    mechanics: Mechanics
+    workload: Workload
+    positions: IntArray
+    job_ids: IntArray
+    arrival_time: FloatArray
+    admission_time: FloatArray
+    admission_round: IntArray
+    gang_size: IntArray
+    weight: FloatArray
+    num_epochs: IntArray
+    epochs_done: IntArray
+    epoch_progress: FloatArray
+    steps_run: FloatArray
+    total_steps: FloatArray
+    remaining_steps: FloatArray
+    batch_size: IntArray
+    throughput: FloatArray
+    remaining_seconds: FloatArray
+    service_seconds: FloatArray
+    rounds_run: IntArray
+    rounds_queued: IntArray
+    ran_last_round: BoolArray
+    last_sample_round: IntArray
+    last_sample_steps_per_second: FloatArray
+    last_sample_batch_size: IntArray
+    arrived: IntArray
+    completed: IntArray
+    _samples: SampleLog
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+                if name not in ("arrived", "completed") and value.shape != self.positions.shape:
+                    raise ValueError(f"state field {name!r} is not aligned with the active jobs")
+
+    @property
+    def num_active(self) -> int:
+        """Number of active jobs (length of every per-job array)."""
+        return int(self.positions.shape[0])
+
+    @property
+    def time_since_arrival(self) -> FloatArray:
+        """``time - arrival_time`` per active job, seconds (the original's times since start)."""
+        return self.time - self.arrival_time
+
+    def job(self, index: int) -> Job:
+        """The static :class:`Job` of the ``index``-th active job."""
+        return self.workload.jobs[int(self.positions[index])]
+
+    @property
+    def jobs(self) -> tuple[Job, ...]:
+        """The static :class:`Job` of every active job, in the arrays' order."""
+        jobs = self.workload.jobs
+        return tuple(jobs[int(p)] for p in self.positions)
+
+    def throughput_samples(self, index: int) -> ThroughputSamples:
+        """Measured throughput samples of the ``index``-th active job (see
+        :class:`ThroughputSamples`)."""
+        return self._samples.of_position(int(self.positions[index]), self.round_index)
+
+    def index_of(self, job_ids: npt.ArrayLike) -> IntArray:
+        """Indices into the per-job arrays of the given ``job_ids``.
+
+        Raises:
+            ValueError: naming the first id that is not an active job.
+        """
+        wanted = np.asarray(job_ids, dtype=np.int64).reshape(-1)
+        rows = positions_of(self.job_ids, wanted)
+        if (rows < 0).any():
+            bad = int(wanted[np.argmax(rows < 0)])
+            raise ValueError(f"job id {bad} is not an active job at t={self.time:g} s")
+        return rows

@@ -1,0 +1,368 @@
+//! [`JobModels`]: the adaptation state of every active job, keyed by job id, and its batched
+//! prediction.
+
+use super::super::error::AdaptationError;
+use super::id_map::IdMap;
+use super::job_model::JobModel;
+use super::observations::{JobSpec, ProgressUpdate, ThroughputSample};
+use super::parallel::{thread_count, Task};
+use super::settings::{Estimator, ModelSettings};
+
+/// Predictions for a set of jobs, in the order requested.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    /// Job ids.
+    pub job_ids: Vec<i64>,
+    /// Expected remaining runtime if served continuously on the gang, seconds.
+    pub mean_seconds: Vec<f64>,
+    /// Its standard deviation, seconds.
+    pub std_seconds: Vec<f64>,
+    /// Row-major `(N, num_rounds)`: expected fraction of the job's epochs gained in each of the
+    /// next rounds, under continuous service from now.
+    pub valuations: Vec<f64>,
+    /// Fraction of the job's epochs done, `c_i`.
+    pub offsets: Vec<f64>,
+    /// Columns of `valuations`.
+    pub num_rounds: usize,
+}
+
+/// The adaptation state of every active job, keyed by job id.
+#[derive(Debug, Clone)]
+pub struct JobModels {
+    pub(super) settings: ModelSettings,
+    /// Job states, in no particular order.
+    pub(super) slots: Vec<JobModel>,
+    /// Job id of each slot.
+    pub(super) slot_ids: Vec<i64>,
+    /// Slot of each job id.
+    pub(super) index: IdMap,
+    /// Slots in ascending job-id order.
+    pub(super) order: Vec<usize>,
+}
+
+impl JobModels {
+    /// An empty container.
+    pub fn new(settings: ModelSettings) -> Result<Self, AdaptationError> {
+        settings.validate()?;
+        Ok(Self {
+            settings,
+            slots: Vec::new(),
+            slot_ids: Vec::new(),
+            index: IdMap::default(),
+            order: Vec::new(),
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &ModelSettings {
+        &self.settings
+    }
+
+    /// Number of jobs held.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether no job is held.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Whether `job_id` is held.
+    pub fn contains(&self, job_id: i64) -> bool {
+        self.index.contains_key(&job_id)
+    }
+
+    /// Ids of the jobs held, ascending.
+    pub fn job_ids(&self) -> Vec<i64> {
+        self.order
+            .iter()
+            .filter_map(|&slot| self.slot_ids.get(slot).copied())
+            .collect()
+    }
+
+    /// The state of one job.
+    pub fn get(&self, job_id: i64) -> Option<&JobModel> {
+        self.index
+            .get(&job_id)
+            .and_then(|&slot| self.slots.get(slot))
+    }
+
+    fn slot(&self, field: &str, job_id: i64) -> Result<usize, AdaptationError> {
+        self.index
+            .get(&job_id)
+            .copied()
+            .ok_or_else(|| unknown_job(field, job_id))
+    }
+
+    /// Add a job (on arrival).
+    pub fn add(&mut self, job_id: i64, spec: &JobSpec<'_>) -> Result<(), AdaptationError> {
+        if self.index.contains_key(&job_id) {
+            return Err(AdaptationError::new(
+                "job_id",
+                format!("job {job_id} is already held"),
+            ));
+        }
+        let job = JobModel::from_spec(spec)
+            .map_err(|e| AdaptationError::new(e.argument, format!("job {job_id}: {}", e.reason)))?;
+        let slot = self.slots.len();
+        self.slots.push(job);
+        self.slot_ids.push(job_id);
+        self.index.insert(job_id, slot);
+        let position = self
+            .order
+            .partition_point(|&s| self.slot_ids.get(s).is_some_and(|&id| id < job_id));
+        self.order.insert(position, slot);
+        Ok(())
+    }
+
+    /// Remove a job (on completion).
+    pub fn remove(&mut self, job_id: i64) -> Result<(), AdaptationError> {
+        let slot = self.slot("job_id", job_id)?;
+        self.index.remove(&job_id);
+        self.order.retain(|&s| s != slot);
+        self.slots.swap_remove(slot);
+        self.slot_ids.swap_remove(slot);
+        // The last slot moved into `slot`.
+        let moved = self.slots.len();
+        if slot < moved {
+            if let Some(&moved_id) = self.slot_ids.get(slot) {
+                self.index.insert(moved_id, slot);
+            }
+            if let Some(entry) = self.order.iter_mut().find(|s| **s == moved) {
+                *entry = slot;
+            }
+        }
+        Ok(())
+    }
+
+    /// Record progress of several jobs. Everything is validated before anything changes; a job
+    /// may appear once per call.
+    pub fn observe(&mut self, updates: &[ProgressUpdate<'_>]) -> Result<(), AdaptationError> {
+        let mut seen = vec![false; self.slots.len()];
+        let mut valid = Vec::with_capacity(updates.len());
+        for update in updates {
+            let slot = self.slot("job_ids", update.job_id)?;
+            let (Some(job), Some(flag)) = (self.slots.get(slot), seen.get_mut(slot)) else {
+                return Err(unknown_job("job_ids", update.job_id));
+            };
+            if std::mem::replace(flag, true) {
+                return Err(AdaptationError::for_job(
+                    update.job_id,
+                    "job_ids",
+                    "appears twice in one call",
+                ));
+            }
+            valid.push((slot, job.check_progress(update)?));
+        }
+        for (slot, update) in valid {
+            if let Some(job) = self.slots.get_mut(slot) {
+                job.apply_progress(update);
+            }
+        }
+        Ok(())
+    }
+
+    /// Record throughput samples (validated first; a job's samples must have increasing rounds).
+    pub fn observe_throughput(
+        &mut self,
+        samples: &[ThroughputSample],
+    ) -> Result<(), AdaptationError> {
+        let mut last_round: Vec<Option<u64>> = vec![None; self.slots.len()];
+        let mut valid = Vec::with_capacity(samples.len());
+        for sample in samples {
+            let slot = self.slot("job_ids", sample.job_id)?;
+            let (Some(job), Some(last)) = (self.slots.get(slot), last_round.get_mut(slot)) else {
+                return Err(unknown_job("job_ids", sample.job_id));
+            };
+            let previous = last.or_else(|| job.window.last_round());
+            let (round, regime, seconds) = job.check_sample(sample, previous)?;
+            *last = Some(round);
+            valid.push((slot, round, regime, seconds));
+        }
+        let settings = self.settings;
+        for (slot, round, regime, seconds) in valid {
+            if let Some(job) = self.slots.get_mut(slot) {
+                job.apply_sample(round, regime, seconds, &settings);
+            }
+        }
+        Ok(())
+    }
+
+    /// Predict the jobs `job_ids` (all held jobs in ascending id order if `None`).
+    pub fn predict(
+        &self,
+        job_ids: Option<&[i64]>,
+        estimator: Estimator,
+        num_rounds: usize,
+        round_seconds: f64,
+    ) -> Result<Prediction, AdaptationError> {
+        if !(round_seconds.is_finite() && round_seconds > 0.0) {
+            return Err(AdaptationError::new(
+                "round_seconds",
+                format!("must be finite and > 0, got {round_seconds}"),
+            ));
+        }
+        let ids: Vec<i64> = match job_ids {
+            Some(ids) => ids.to_vec(),
+            None => self.job_ids(),
+        };
+        let jobs: Vec<&JobModel> = ids
+            .iter()
+            .map(|&id| self.get(id).ok_or_else(|| unknown_job("job_ids", id)))
+            .collect::<Result<_, _>>()?;
+        let n = jobs.len();
+        if num_rounds > crate::limits::MAX_ROUNDS {
+            return Err(AdaptationError::new(
+                "num_rounds",
+                format!(
+                    "{num_rounds} rounds; a window may have at most {} (2^32)",
+                    crate::limits::MAX_ROUNDS
+                ),
+            ));
+        }
+        let cells = n.checked_mul(num_rounds);
+        crate::limits::check_memory(
+            cells.and_then(|cells| crate::limits::bytes_of(cells, 8)),
+            &format!("valuations of {n} jobs x {num_rounds} rounds"),
+        )
+        .map_err(|message| AdaptationError::new("num_rounds", message))?;
+        let mut mean = vec![0.0; n];
+        let mut std = vec![0.0; n];
+        let mut offsets = vec![0.0; n];
+        let mut valuations = vec![0.0; n * num_rounds];
+        let settings = &self.settings;
+        let threads = thread_count(settings.threads, n);
+        let chunk = n.div_ceil(threads).max(1);
+        // Split the outputs into one disjoint task per thread.
+        let mut tasks = Vec::with_capacity(threads);
+        let (mut j_rest, mut m_rest, mut s_rest, mut o_rest, mut v_rest) = (
+            &jobs[..],
+            &mut mean[..],
+            &mut std[..],
+            &mut offsets[..],
+            &mut valuations[..],
+        );
+        while !j_rest.is_empty() {
+            let take = chunk.min(j_rest.len());
+            let split = j_rest.split_at_checked(take).zip(
+                m_rest
+                    .split_at_mut_checked(take)
+                    .zip(s_rest.split_at_mut_checked(take))
+                    .zip(o_rest.split_at_mut_checked(take))
+                    .zip(v_rest.split_at_mut_checked(take * num_rounds)),
+            );
+            let Some(((j, j2), ((((m, m2), (s, s2)), (o, o2)), (v, v2)))) = split else {
+                return Err(AdaptationError::new("predict", "inconsistent output sizes"));
+            };
+            tasks.push(Task {
+                jobs: j,
+                mean: m,
+                std: s,
+                offsets: o,
+                valuations: v,
+            });
+            (j_rest, m_rest, s_rest, o_rest, v_rest) = (j2, m2, s2, o2, v2);
+        }
+        let run = |task: Task<'_, '_>| task.run(estimator, settings, num_rounds, round_seconds);
+        if tasks.len() <= 1 {
+            for task in tasks {
+                run(task)?;
+            }
+        } else {
+            let results: Vec<Result<(), AdaptationError>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = tasks
+                    .into_iter()
+                    .map(|task| scope.spawn(move || run(task)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|handle| {
+                        handle.join().unwrap_or_else(|_| {
+                            Err(AdaptationError::new("predict", "a worker thread failed"))
+                        })
+                    })
+                    .collect()
+            });
+            for result in results {
+                result?;
+            }
+        }
+        Ok(Prediction {
+            job_ids: ids,
+            mean_seconds: mean,
+            std_seconds: std,
+            valuations,
+            offsets,
+            num_rounds,
+        })
+    }
+}
+
+pub(super) fn unknown_job(field: &str, job_id: i64) -> AdaptationError {
+    AdaptationError::new(field, format!("job {job_id} is not held"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(epochs: usize) -> (Vec<i64>, Vec<f64>) {
+        (vec![32; epochs], vec![10.0; epochs])
+    }
+
+    #[test]
+    fn slots_stay_consistent_through_removals() -> Result<(), AdaptationError> {
+        let mut models = JobModels::new(ModelSettings::default())?;
+        for (id, epochs) in [(5, 5), (1, 1), (9, 9), (3, 3), (7, 7)] {
+            let (bs, secs) = spec(epochs);
+            let job = JobSpec {
+                batch_sizes: &bs,
+                epoch_seconds: &secs,
+                extra_regimes: &[],
+                samples_per_epoch: None,
+            };
+            models.add(id, &job)?;
+        }
+        assert_eq!(models.job_ids(), vec![1, 3, 5, 7, 9]);
+        models.remove(1)?;
+        models.remove(9)?;
+        assert!(models.remove(9).is_err());
+        assert_eq!(models.job_ids(), vec![3, 5, 7]);
+        for id in [3, 5, 7] {
+            assert_eq!(models.get(id).map(JobModel::total_epochs), Some(id as u64));
+        }
+        let prediction = models.predict(None, Estimator::Oracle, 0, 120.0)?;
+        assert_eq!(prediction.mean_seconds, vec![30.0, 50.0, 70.0]);
+        Ok(())
+    }
+
+    #[test]
+    fn observe_is_all_or_nothing() -> Result<(), AdaptationError> {
+        let mut models = JobModels::new(ModelSettings::default())?;
+        let (bs, secs) = spec(4);
+        let job = JobSpec {
+            batch_sizes: &bs,
+            epoch_seconds: &secs,
+            extra_regimes: &[],
+            samples_per_epoch: None,
+        };
+        models.add(1, &job)?;
+        models.add(2, &job)?;
+        let good = ProgressUpdate {
+            job_id: 1,
+            epochs_done: 2.0,
+            current_batch_size: 32,
+            completed_batch_sizes: None,
+        };
+        let bad = ProgressUpdate {
+            job_id: 2,
+            epochs_done: 9.0,
+            ..good
+        };
+        let err = models.observe(&[good, bad]).err();
+        assert_eq!(err.map(|e| e.argument), Some("epochs_done".to_string()));
+        assert_eq!(models.get(1).map(JobModel::epochs_done), Some(0.0));
+        Ok(())
+    }
+}

@@ -1,0 +1,133 @@
+//! The interior-point method's state: dense per-entry, per-buyer and per-round arrays, and the
+//! bookkeeping of a step (its lengths, limits and the pass that computes it).
+
+use super::SCHUR_BLOCK;
+
+/// Per-entry state, dense `buyers x rounds` (entries that are not purchasable hold
+/// `x = 0, y = 1, z = v = 0` and zero reciprocals, which removes them from every sum).
+#[derive(Default)]
+pub(super) struct Entries {
+    pub(super) x: Vec<f64>,
+    pub(super) y: Vec<f64>,
+    pub(super) z: Vec<f64>,
+    pub(super) v: Vec<f64>,
+    /// Reciprocals of x, y and sigma of the current point (0 where not purchasable).
+    pub(super) ix: Vec<f64>,
+    pub(super) iy: Vec<f64>,
+    pub(super) isig: Vec<f64>,
+    /// The current (corrector) share direction.
+    pub(super) dx: Vec<f64>,
+    /// Second-order terms of the predictor over the bound: `dx dz / x` and `-dx dv / y`.
+    pub(super) cxi: Vec<f64>,
+    pub(super) cvi: Vec<f64>,
+}
+
+/// Per-buyer state.
+#[derive(Default)]
+pub(super) struct Buyers {
+    pub(super) u: Vec<f64>,
+    /// Ceiling slack and multiplier (unused without a ceiling).
+    pub(super) r: Vec<f64>,
+    pub(super) beta: Vec<f64>,
+    /// `beta / r` and the ceiling residual `u + r - ubar` (0 without a ceiling).
+    pub(super) br: Vec<f64>,
+    pub(super) rc: Vec<f64>,
+    /// `gamma = w / u^2 + beta / r` and `kappa = 1 / gamma + sum a^2 / sigma`.
+    pub(super) gamma: Vec<f64>,
+    pub(super) kappa: Vec<f64>,
+    /// Coefficient of `a` in `h0`: `w / u - (beta / r) rc`.
+    pub(super) coef: Vec<f64>,
+    /// The row's dominant entry ([`NONE`] if none) and its leave-one-out sum `L`.
+    pub(super) dominant: Vec<usize>,
+    pub(super) dominant_loo: Vec<f64>,
+    /// Predictor's `dr dbeta`, and the corrector's ceiling steps.
+    pub(super) cr: Vec<f64>,
+    pub(super) dr: Vec<f64>,
+    pub(super) dbeta: Vec<f64>,
+}
+
+/// Per-round state.
+#[derive(Default)]
+pub(super) struct Rounds {
+    pub(super) p: Vec<f64>,
+    pub(super) s: Vec<f64>,
+    pub(super) dp: Vec<f64>,
+    pub(super) ds: Vec<f64>,
+    pub(super) cs: Vec<f64>,
+    /// Supply residual `sum n x + s - G` of the current point.
+    pub(super) rp: Vec<f64>,
+    /// `sum_i n_i M_i^{-1} h` for `h0`, `h_tau` and `hc`.
+    pub(super) r0: Vec<f64>,
+    pub(super) rtau: Vec<f64>,
+    pub(super) rcorr: Vec<f64>,
+    /// Round part of the current right-hand side, and `sum n dx` of the current direction.
+    pub(super) base: Vec<f64>,
+    pub(super) flow: Vec<f64>,
+    pub(super) rhs: Vec<f64>,
+}
+
+/// Scratch rows of length `T`.
+#[derive(Default)]
+pub(super) struct Scratch {
+    pub(super) g: Vec<f64>,
+    pub(super) out: Vec<f64>,
+    /// A second right-hand side and its solution (the pair solved together in `prepare`).
+    pub(super) g2: Vec<f64>,
+    pub(super) out2: Vec<f64>,
+    /// The price system's diagonal, accumulated apart from its (strided) place in the matrix.
+    pub(super) diag: Vec<f64>,
+    pub(super) q: Vec<f64>,
+    pub(super) c1: Vec<f64>,
+    pub(super) c3: Vec<f64>,
+    /// `d = a / sigma` of up to [`SCHUR_BLOCK`] rows and their `n^2 / kappa`, waiting to be
+    /// subtracted from the price system together.
+    pub(super) schur_rows: Vec<f64>,
+    pub(super) schur_scales: [f64; SCHUR_BLOCK],
+}
+
+/// A step computed but not yet applied (applied by the next [`InteriorPoint::prepare`], fused
+/// with its pass, or by [`InteriorPoint::apply_pending`]).
+#[derive(Clone, Copy)]
+pub(super) struct Pending {
+    pub(super) primal: f64,
+    pub(super) dual: f64,
+    pub(super) target: f64,
+}
+
+/// Step limits: the largest `alpha` keeping `value + alpha delta >= 0` is `1 / max(-delta /
+/// value)`; tracking the maximum of `-delta * (1 / value)` avoids divisions.
+#[derive(Clone, Copy)]
+pub(super) struct Limits {
+    pub(super) primal: f64,
+    pub(super) dual: f64,
+}
+
+impl Limits {
+    pub(super) fn new() -> Self {
+        Self {
+            primal: 0.0,
+            dual: 0.0,
+        }
+    }
+
+    /// Steps in (0, 1].
+    pub(super) fn steps(self) -> (f64, f64) {
+        (1.0 / self.primal.max(1.0), 1.0 / self.dual.max(1.0))
+    }
+}
+
+/// What a back-substitution pass found: step limits, the complementarity of the step as the
+/// coefficients of `alpha_p`, `alpha_d` and `alpha_p alpha_d` (predictor only), and a sum that
+/// is not finite when the direction is not.
+pub(super) struct PassResult {
+    pub(super) limits: Limits,
+    pub(super) poly: [f64; 3],
+    pub(super) check: f64,
+}
+
+/// Which direction a back-substitution pass computes.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Pass {
+    Predictor,
+    Corrector { target: f64 },
+}

@@ -1,0 +1,60 @@
+//! Errors across the boundary: every input error of the core (either module family, with the
+//! same shape) and of the binding's own checks becomes `shockwave.InputError`, a `ValueError`
+//! that keeps `.argument` (the field) and `.reason`.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+use shockwave_core::error::InputError;
+
+/// What a binding function can fail with: a rejected input, or an error Python already raised.
+pub(crate) enum BindingError {
+    /// An input error: the argument it concerns and why.
+    Input { argument: String, reason: String },
+    /// A Python exception (from numpy, a conversion, or the panic guard).
+    Python(PyErr),
+}
+
+/// The result of a binding function's body (see [`crate::guarded`]).
+pub(crate) type BindingResult<T> = Result<T, BindingError>;
+
+/// An input error raised by the binding's own checks.
+pub(crate) fn input_error(argument: impl Into<String>, reason: impl Into<String>) -> BindingError {
+    BindingError::Input {
+        argument: argument.into(),
+        reason: reason.into(),
+    }
+}
+
+impl<Family> From<InputError<Family>> for BindingError {
+    fn from(error: InputError<Family>) -> Self {
+        Self::Input {
+            argument: error.argument,
+            reason: error.reason,
+        }
+    }
+}
+
+impl From<PyErr> for BindingError {
+    fn from(error: PyErr) -> Self {
+        Self::Python(error)
+    }
+}
+
+/// `shockwave.errors.InputError`, imported once.
+static INPUT_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+impl BindingError {
+    /// The Python exception: `shockwave.InputError(argument, reason)` for an input error.
+    pub(crate) fn into_pyerr(self, py: Python<'_>) -> PyErr {
+        match self {
+            Self::Python(error) => error,
+            Self::Input { argument, reason } => {
+                match INPUT_ERROR.import(py, "shockwave.errors", "InputError") {
+                    Ok(class) => PyErr::from_type(class.clone(), (argument, reason)),
+                    Err(error) => error,
+                }
+            }
+        }
+    }
+}

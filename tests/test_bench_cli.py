@@ -1,0 +1,60 @@
+"""``shockwave bench``: the installed package's benchmarks print a table and write JSON (tiny
+sizes here; the timings themselves are the suites' business)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from shockwave.cli import main
+
+
+def test_bench_scale_prints_and_writes_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, table = tmp_path / "scale.json", tmp_path / "scale.md"
+    argv = ["bench", "scale", "--sizes", "30:8,60:8", "--policies", "fifo"]
+    assert main([*argv, "-o", str(out), "--markdown", str(table)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("| jobs | GPUs | policy |")
+    assert "| 30 | 8 | fifo |" in printed and "fitted exponent fifo:" in printed
+    document = json.loads(out.read_text())
+    assert document["suite"] == "scale" and document["mechanics"] == "exact"
+    assert [(r["jobs"], r["policy"]) for r in document["rows"]] == [(30, "fifo"), (60, "fifo")]
+    assert all(r["makespan"] > 0 and r["peak_rss_mb"] > 0 for r in document["rows"])
+    assert "fifo" in document["fitted_exponents"]
+    assert "| 60 | 8 | fifo |" in table.read_text()
+
+
+def test_bench_market_prints_and_writes_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "market.json"
+    argv = ["bench", "market", "--sizes", "40:5", "--repeats", "1", "--no-policy"]
+    assert main([*argv, "-o", str(out)]) == 0
+    assert "| 40 | 5 | interior point |" in capsys.readouterr().out
+    document = json.loads(out.read_text())
+    assert document["suite"] == "market" and "policy_warm_starts" not in document
+    methods = [r["method"] for r in document["solver"]]
+    assert methods == ["interior_point", "proportional_response"]
+    for record in document["solver"]:
+        for tol in ("1e-04", "1e-06"):
+            assert record[tol]["cold"]["converged"] and record[tol]["warm"]["iterations"] >= 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "scale", "--quick", "--sizes", "10:2"],
+        ["bench", "scale", "--sizes", "10"],
+        ["bench", "market", "--sizes", "0:3"],
+        ["bench", "market", "--repeats", "0", "--sizes", "5:2"],
+    ],
+)
+def test_bad_bench_options_are_usage_errors(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("shockwave: error: ")

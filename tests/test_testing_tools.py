@@ -1,0 +1,135 @@
+"""shockwave.testing: the independent equilibrium check and the market strategies.
+
+The check must pass what the solver certifies (it shares no code with it), and must catch each
+invariant broken on purpose."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from shockwave import InputError, market
+from shockwave.sim import SimulationConfig, simulate
+from shockwave.testing import Market, check_equilibrium, random_market
+from shockwave.testing.strategies import (
+    DEGENERATE,
+    degenerate_markets,
+    markets,
+    policy_markets,
+    workloads,
+)
+
+FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def solved(m: Market) -> market.MarketSolution:
+    """Solved tight; the certified gap (whatever the status) is what the check is held to."""
+    return m.solve(tol=1e-9, max_iter=100_000)
+
+
+def passes(m: Market, solution: market.MarketSolution, *, factor: float = 10.0) -> None:
+    """The check passes at its default tolerance, or at ``factor`` times the solver's certified
+    gap when that is larger: reading its own prices off the shares, and starting from the
+    solver's (its bound is its own either way)."""
+    assert np.isfinite(solution.gap)
+    tol = max(1e-6, factor * solution.gap)
+    assert m.check(solution.shares, tol=tol) == []
+    assert m.check(solution.shares, tol=max(1e-6, 10 * solution.gap), prices=solution.prices) == []
+
+
+@FAST
+@given(markets())
+def test_certified_solutions_of_random_markets_pass(m: Market) -> None:
+    passes(m, solved(m))
+
+
+@FAST
+@given(policy_markets(max_jobs=40))
+def test_certified_solutions_of_policy_markets_pass(m: Market) -> None:
+    passes(m, solved(m))
+
+
+@pytest.mark.parametrize("name", sorted(DEGENERATE))
+def test_certified_solutions_of_the_degenerate_markets_pass(name: str) -> None:
+    m = DEGENERATE[name]()
+    # Budgets spanning 3^12 (a gap of 7e-7, numerical trouble): the prices read off the shares
+    # alone give a bound some twenty times the solver's.
+    passes(m, solved(m), factor=100.0 if name == "budgets spanning 3^12" else 10.0)
+
+
+@settings(max_examples=10, deadline=None)
+@given(degenerate_markets())
+def test_the_degenerate_strategy_draws_the_named_cases(m: Market) -> None:
+    assert m.valuations.shape == (m.jobs, m.rounds)
+
+
+def test_each_broken_invariant_is_named() -> None:
+    m = random_market(60, 10, 3)
+    x = solved(m).shares
+
+    def named(shares: np.ndarray, **changes: object) -> set[str]:
+        problem = replace(m, **changes) if changes else m
+        return {line.split(":")[0] for line in problem.check(shares)}
+
+    assert named(x) == set()
+    assert named(np.where(x > 0.5, 1.2, x)) >= {"feasibility"}
+    oversold = x.copy()
+    oversold[:, 0] = np.minimum(1.0, 2 * oversold[:, 0] + 0.1)
+    assert "supply" in named(oversold)
+    assert "ceilings" in named(x, ceilings=np.full(m.jobs, 0.5) + m.progress * 0.5)
+    idle = x.copy()
+    idle[np.argmax(x[:, 0])] = 0.0  # a buyer walks away: GPUs unsold, and it regrets it
+    assert {"optimality", "market clearing"} <= named(idle)
+
+    # Feasible and sold out, but split unevenly between two equal jobs: optimality alone.
+    two = {"valuations": [[0.1], [0.1]], "gang_sizes": [1, 1], "supply": 1.0}
+    assert check_equilibrium(**two, shares=[[0.5], [0.5]], progress=0.1) == []
+    uneven = check_equilibrium(**two, shares=[[0.8], [0.2]], progress=0.1)
+    assert [line.split(":")[0] for line in uneven] == ["optimality"]
+
+
+def test_a_loose_solve_fails_a_tight_check_and_passes_a_loose_one() -> None:
+    m = random_market(100, 20, 1)
+    loose = m.solve(tol=1e-2)
+    assert loose.gap > 1e-3
+    assert any(line.startswith("optimality") for line in m.check(loose.shares, tol=1e-6))
+    assert m.check(loose.shares, tol=10 * loose.gap) == []
+
+
+def test_a_gang_in_a_round_it_does_not_fit_is_infeasible() -> None:
+    violations = check_equilibrium([[0.1, 0.1]], [4], [4, 2], [[0.5, 0.5]])
+    assert len(violations) == 1 and violations[0].startswith("feasibility: job 0")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "argument"),
+    [
+        ({"shares": np.zeros((2, 2))}, "shares"),
+        ({"shares": [[np.nan, 0.0, 0.0]]}, "shares"),
+        ({"tol": 0.0}, "tol"),
+        ({"budgets": [-1.0]}, "budgets"),
+        ({"gang_sizes": [0]}, "gang_sizes"),
+        ({"supply": [1.0, 1.0]}, "supply"),
+    ],
+)
+def test_bad_inputs_name_the_argument(arguments: dict[str, object], argument: str) -> None:
+    call: dict[str, object] = {
+        "valuations": [[0.1, 0.2, 0.3]],
+        "gang_sizes": [1],
+        "supply": 1.0,
+        "shares": [[1.0, 1.0, 1.0]],
+    }
+    call.update(arguments)
+    with pytest.raises(InputError) as info:
+        check_equilibrium(**call)  # type: ignore[arg-type]
+    assert info.value.argument == argument
+
+
+@settings(max_examples=10, deadline=None)
+@given(workloads(max_jobs=6, max_gang=2))
+def test_drawn_workloads_simulate_to_completion(workload: object) -> None:
+    result = simulate(workload, "shockwave", SimulationConfig(gpus=2))  # type: ignore[arg-type]
+    assert np.all(np.isfinite(result.to_dict()["jct"]))

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from shockwave.sweep import (
     Cell,
     CellOutcome,
     ProcessPool,
+    dataset,
     execute,
     load_jobs,
     load_spec,
@@ -168,3 +170,44 @@ def test_ctrl_c_keeps_the_finished_cells_and_a_rerun_runs_only_the_rest(tmp_path
     rows = result_rows(out)
     assert len(rows) == 12 == count_rows(out)  # every cell once: nothing ran twice
     assert sorted(r["seed"] for r in rows) == list(range(12))
+
+
+class _InThisProcess:
+    """A backend that runs the cells one after another in the test's own process."""
+
+    def describe(self) -> str:
+        return "this process"
+
+    def run(self, cells: Sequence[Cell]) -> Generator[CellOutcome, None, None]:
+        for cell in cells:
+            yield execute(cell)
+
+
+def test_ctrl_c_just_after_a_batch_is_written_records_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C that lands once a batch's results part is in place, before the runner has
+    forgotten the batch, must not write the batch a second time on the way out."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'policies = ["gavel"]\nseeds = [0, 1, 2]\n'
+        "[[traces]]\ngenerate = { jobs = 10, gpus = 8, seed = 2 }\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    write = dataset._write
+    sent: list[Path] = []
+
+    def write_then_ctrl_c(path: Path, table: Any) -> None:
+        write(path, table)
+        if path.parent.name == dataset.RESULTS and not sent:
+            sent.append(path)
+            os.kill(os.getpid(), signal.SIGINT)  # the part is in place
+
+    monkeypatch.setattr(dataset, "_write", write_then_ctrl_c)
+    summary = run_sweep(load_spec(spec), out, _InThisProcess(), flush_cells=1, stream=io.StringIO())
+    assert sent and summary.interrupted and summary.ran == 1
+    assert count_rows(out) == len(result_rows(out)) == 1
+    rerun = run_sweep(load_spec(spec), out, _InThisProcess(), stream=io.StringIO())
+    assert rerun.skipped == 1 and rerun.ran == 2 and not rerun.interrupted
+    assert count_rows(out) == len(result_rows(out)) == 3

@@ -7,7 +7,9 @@ first, on a backend
 and appends the outcomes in batches (every ``flush_seconds`` or ``flush_cells``, and at the end)
 to the datasets of :mod:`shockwave.sweep.dataset`. On Ctrl-C it records what has finished, stops
 the workers and returns with ``interrupted`` set; a hard kill loses at most the last batch's
-cells, never a written one.
+cells, never a written one. While a batch is being written, Ctrl-C waits for the write to end
+(:class:`DeferredInterrupt`), so that a batch is recorded whole and once: an interruption between
+the write and the batch being marked written would otherwise write its rows twice.
 
 It also writes ``DIR/sweep.json`` (the manifest: the spec's name, axes, baseline and the keys of
 its cells, for ``sweep report``) and ``DIR/spec.toml`` (a copy of the spec), both atomically.
@@ -16,11 +18,14 @@ its cells, for ``sweep report``) and ``DIR/spec.toml`` (a copy of the spec), bot
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Protocol, TextIO
 
 from shockwave import __version__
@@ -52,9 +57,12 @@ class SweepSummary:
     """What a sweep did.
 
     Attributes:
-        total: cells in the spec; skipped: those already recorded (not run again);
-        ran: cells run now; failed: the failed ones among them (description, error);
-        interrupted: whether Ctrl-C stopped it (what finished is recorded); seconds: wall time.
+        total: cells in the spec.
+        skipped: those already recorded (not run again).
+        ran: cells run now.
+        failed: the failed ones among them (description, error).
+        interrupted: whether Ctrl-C stopped it (what finished is recorded).
+        seconds: wall time.
     """
 
     total: int
@@ -68,6 +76,37 @@ class SweepSummary:
     def missing(self) -> int:
         """Cells neither recorded before nor run now (after an interruption)."""
         return self.total - self.skipped - self.ran
+
+
+class DeferredInterrupt:
+    """A block during which SIGINT (Ctrl-C) is noted instead of raising.
+
+    ``received`` tells whether one came; the caller acts on it after the block. Only the main
+    thread can change signal handlers: elsewhere, or where the handler in place was not set from
+    Python (and so could not be put back), the block changes nothing.
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+        self._previous: Callable[[int, FrameType | None], object] | int | None = None
+        self._installed = False
+
+    def _note(self, signum: int, frame: FrameType | None) -> None:
+        self.received = True
+
+    def __enter__(self) -> DeferredInterrupt:
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is not None
+        ):
+            self._previous = signal.signal(signal.SIGINT, self._note)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+            self._installed = False
 
 
 def run_sweep(
@@ -88,7 +127,8 @@ def run_sweep(
         backend: where the cells run.
         retry_failed: also run again the cells recorded as failed.
         stream: where the announcement and the progress go (standard error by default).
-        flush_seconds, flush_cells: a batch is written when either is reached.
+        flush_seconds: a batch of rows is written at least this often (seconds) ...
+        flush_cells: ... or when this many cells have finished, whichever comes first.
 
     Raises:
         OSError: when ``out`` cannot be written, or another sweep is writing into it.
@@ -124,13 +164,18 @@ def run_sweep(
                     summary.failed.append((cell.describe(), str(outcome.row["error"])))
                 progress.update(failed=outcome.failed)
                 if len(pending) >= flush_cells or time.monotonic() - last_flush >= flush_seconds:
-                    store.append(pending)
-                    pending, last_flush = [], time.monotonic()
+                    with DeferredInterrupt() as held:
+                        store.append(pending)
+                        pending, last_flush = [], time.monotonic()
+                    if held.received:
+                        raise KeyboardInterrupt
         except KeyboardInterrupt:
             summary.interrupted = True
         finally:
             try:
-                store.append(pending)
+                with DeferredInterrupt() as held:
+                    store.append(pending)
+                summary.interrupted |= held.received
             finally:
                 outcomes.close()  # stops the workers
                 progress.close()

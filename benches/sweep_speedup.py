@@ -1,6 +1,6 @@
 """Speed-up of a sweep on more workers and on Ray: ``reproduce scale`` three ways, one session.
 
-    python benches/sweep_speedup.py --output sweep_speedup.md          # about 15 minutes
+    python benches/sweep_speedup.py --output sweep_speedup.md          # about 72 s on two cores
     python benches/sweep_speedup.py --experiment canonical --modes pool1,pool2   # a quick look
 
 Each mode sweeps the experiment's spec into a fresh directory with :func:`shockwave.sweep.run_sweep`

@@ -14,7 +14,11 @@ one real effect at a time, so that each difference is measured, not guessed:
   profiled ones (contention between the two jobs sharing the machine, noise);
 * ``+ planned view``: the same jobs (realized schedules, measured throughputs, restart cost),
   but the policy sees the generated plans, as the real scheduler does (``simulate(plans,
-  actual=...)``, :mod:`shockwave.sim.plan_view`): the simulator's closest model of the run.
+  actual=...)``, :mod:`shockwave.sim.plan_view`): the simulator's closest model of the run;
+* ``+ throughput noise``: plus the round-to-round variation of the jobs' speed measured in the
+  run (``throughput_noise``: the standard deviation of the log of every per-round throughput
+  sample around its job's mean at that batch size, read from the run's journal), simulated
+  over ``--noise-seeds`` seeds: the median of each metric, and its range.
 
 What is left between the last step and the physical run is the round overhead (the boundary
 wait and the decision, measured per round) and what the simulator does not model.
@@ -45,6 +49,7 @@ from shockwave.metrics import SimulationResult
 from shockwave.runtime import RuntimeConfig, run_workload
 from shockwave.runtime.engine import RuntimeEngine
 from shockwave.runtime.generate import generate_real_workload
+from shockwave.runtime.journal import Journal
 from shockwave.runtime.profile import profile_families, write_throughput_file
 from shockwave.runtime.realized import realized_workload
 from shockwave.runtime.result import read_run_result
@@ -70,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--throughputs", help="use this table instead of profiling")
     parser.add_argument("--profile-seconds", type=float, default=3.0)
     parser.add_argument("--write", action="store_true", help="update benches/README.md")
+    parser.add_argument(
+        "--noise-seeds", type=int, default=20, help="seeds of the throughput-noise step"
+    )
     parser.add_argument(
         "--replay",
         type=Path,
@@ -127,7 +135,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         physical = run_workload(workload, policy, config, progress=_progress()).to_dict()
         print()
         digests[policy] = physical["final_digest"]
-        report["policies"][policy] = _compare(workload, policy, physical, table, args.round_seconds)
+        report["policies"][policy] = _compare(
+            workload, policy, physical, table, args.round_seconds, run_dir, args.noise_seeds
+        )
     names = list(digests)
     if len(names) > 1:
         same = sum(1 for values in zip(*digests.values(), strict=True) if len(set(values)) == 1)
@@ -149,9 +159,16 @@ def _replay(args: argparse.Namespace) -> dict[str, Any]:
     report = {key: value for key, value in previous.items() if key != "policies"}
     report["policies"] = {}
     for policy in previous["policies"]:
-        physical = read_run_result(directory / f"run-{policy}" / "result.json")
+        run_dir = directory / f"run-{policy}"
+        physical = read_run_result(run_dir / "result.json")
         report["policies"][policy] = _compare(
-            workload, policy, physical, table, previous["round_seconds"]
+            workload,
+            policy,
+            physical,
+            table,
+            previous["round_seconds"],
+            run_dir,
+            args.noise_seeds,
         )
     return report
 
@@ -179,8 +196,10 @@ def _compare(
     physical: dict[str, Any],
     table: ThroughputTable,
     round_seconds: float,
+    run_dir: Path,
+    noise_seeds: int,
 ) -> dict[str, Any]:
-    """The physical run (a ``result.json`` object) against the simulated steps."""
+    """The physical run (a ``result.json`` object, its directory) against the simulated steps."""
     starts = [s for job in physical["start_seconds"] for s in job if s[1] > 0]
     restart = statistics.fmean(s[1] for s in starts) if starts else 0.0
     overhead = [
@@ -191,9 +210,19 @@ def _compare(
     ]
     gpus = int(physical["gpus"])
 
-    def sim(w: Workload, penalty: float, actual: Workload | None = None) -> SimulationResult:
+    def sim(
+        w: Workload,
+        penalty: float,
+        actual: Workload | None = None,
+        noise: float = 0.0,
+        seed: int = 0,
+    ) -> SimulationResult:
         config = SimulationConfig(
-            gpus=gpus, round_seconds=round_seconds, restart_penalty_seconds=penalty
+            gpus=gpus,
+            round_seconds=round_seconds,
+            restart_penalty_seconds=penalty,
+            throughput_noise=noise,
+            seed=seed,
         )
         return simulate(w, policy, config, actual=actual)
 
@@ -206,6 +235,11 @@ def _compare(
         "+ measured throughput": sim(measured, restart),
         "+ planned view": sim(workload, restart, actual=measured),
     }
+    sigma = _throughput_sigma(Journal(run_dir / "journal.sqlite", create=False))
+    noisy = [
+        _metrics(sim(workload, restart, measured, sigma, seed).to_dict())
+        for seed in range(noise_seeds)
+    ]
     ratios = []
     for job, rates in zip(workload.jobs, physical["measured_throughput"], strict=True):
         for size, rate in rates.items():
@@ -218,7 +252,20 @@ def _compare(
     total_epochs = sum(job.num_epochs for job in workload.jobs)
     return {
         "physical": _metrics(physical),
-        "simulated": {name: _metrics(result.to_dict()) for name, result in steps.items()},
+        "simulated": {
+            **{name: _metrics(result.to_dict()) for name, result in steps.items()},
+            f"+ throughput noise (median of {noise_seeds})": {
+                key: statistics.median(m[key] for m in noisy) for key in noisy[0]
+            },
+        },
+        "noise_sigma": sigma,
+        "noise_seeds": noise_seeds,
+        "noise_range": {
+            key: [min(m[key] for m in noisy), max(m[key] for m in noisy)] for key in noisy[0]
+        },
+        "noise_seeds_matching_unfair": sum(
+            1 for m in noisy if m["unfair_fraction"] == float(physical["unfair_fraction"])
+        ),
         "launches": sum(physical["launches"]),
         "preemptions": sum(physical["preemptions"]),
         "crash_restarts": sum(physical["restarts"]),
@@ -232,6 +279,32 @@ def _compare(
         "throughput_ratio_max": max(ratios, default=math.nan),
         "epochs_off_plan": f"{planned_epochs}/{total_epochs}",
     }
+
+
+def _throughput_sigma(journal: Journal) -> float:
+    """Standard deviation of the log of the per-round throughput samples around each job's mean
+    at the same batch size (every sample counted once; jobs and sizes with one sample skipped)."""
+    samples: dict[tuple[int, int], dict[int, float]] = {}
+    try:
+        for journaled in journal.rounds():
+            state = journaled.state
+            for job, when, rate, size in zip(
+                state["job_ids"],
+                state["last_sample_round"],
+                state["last_sample_steps_per_second"],
+                state["last_sample_batch_size"],
+                strict=True,
+            ):
+                if when >= 0 and math.isfinite(rate) and rate > 0:
+                    samples.setdefault((int(job), int(size)), {})[int(when)] = math.log(rate)
+    finally:
+        journal.close()
+    deviations: list[float] = []
+    for logs in samples.values():
+        if len(logs) > 1:
+            mean = statistics.fmean(logs.values())
+            deviations.extend(value - mean for value in logs.values())
+    return math.sqrt(statistics.fmean(d * d for d in deviations)) if deviations else 0.0
 
 
 def _metrics(result: dict[str, Any]) -> dict[str, float]:
@@ -281,6 +354,25 @@ def render(report: dict[str, Any]) -> str:
             f"{d['round_overhead_ms_mean']:.0f} / {d['round_overhead_ms_max']:.0f} | "
             f"{d['throughput_ratio_mean']:.3f} [{d['throughput_ratio_min']:.3f}, "
             f"{d['throughput_ratio_max']:.3f}] | {d['epochs_off_plan']} |"
+        )
+    lines += [
+        "",
+        "Simulated with the measured throughput noise, one run per seed: range of each metric",
+        "(the physical value in brackets).",
+        "",
+        "| policy | sigma | makespan (s) | avg JCT (s) | unfair | seeds with the physical "
+        "unfair fraction |",
+        "|---|---|---|---|---|---|",
+    ]
+    for policy, d in report["policies"].items():
+        band, phys = d["noise_range"], d["physical"]
+        lines.append(
+            f"| {policy} | {d['noise_sigma']:.3f} | "
+            f"{band['makespan'][0]:,.0f} to {band['makespan'][1]:,.0f} ({phys['makespan']:,.0f}) | "
+            f"{band['avg_jct'][0]:,.0f} to {band['avg_jct'][1]:,.0f} ({phys['avg_jct']:,.0f}) | "
+            f"{100 * band['unfair_fraction'][0]:.1f} to {100 * band['unfair_fraction'][1]:.1f} % "
+            f"({100 * phys['unfair_fraction']:.1f} %) | "
+            f"{d['noise_seeds_matching_unfair']}/{d['noise_seeds']} |"
         )
     if "digests_identical_across_policies" in report:
         lines += [

@@ -745,8 +745,6 @@ _SNAPSHOT_FIELDS = (
     "round_busy",
     "round_policy_seconds",
     "mechanism",
-    "work_done",
-    "epoch",
     "runs",
     "dispatched",
     "in_flight",

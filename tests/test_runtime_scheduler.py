@@ -64,11 +64,14 @@ def run_fake(
     resume: bool = False,
     clock: FakeClock | None = None,
     config_overrides: dict[str, object] | None = None,
+    executor_workload: Workload | None = None,
     **executor_options: object,
 ) -> tuple[RunResult, RuntimeEngine, FakeExecutor]:
+    """Run ``workload`` on the fake executor; its jobs follow ``executor_workload``'s profiles
+    (default: their own)."""
     clock = clock or FakeClock()
     run_dir.mkdir(parents=True, exist_ok=True)
-    executor = FakeExecutor(workload, clock, **executor_options)  # type: ignore[arg-type]
+    executor = FakeExecutor(executor_workload or workload, clock, **executor_options)  # type: ignore[arg-type]
     config = RuntimeConfig(
         gpus=gpus,
         round_seconds=tau,

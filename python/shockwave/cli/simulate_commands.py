@@ -19,6 +19,7 @@ from shockwave.metrics import SimulationResult
 from shockwave.policies import POLICIES, make_policy, policy_parameters, resolve_policy_name
 from shockwave.sim import MECHANICS, CheckpointSettings, Simulation, SimulationConfig
 from shockwave.sim.config import DEFAULT_ROUND_SECONDS
+from shockwave.sim.plan_view import check_same_jobs
 from shockwave.traces import load_workload
 from shockwave.workload import Workload
 
@@ -115,7 +116,7 @@ def register(subparsers: Any) -> None:
 
 #: Options of a run that a checkpoint already holds (refused with --resume).
 _RUN_OPTIONS = ("trace", "throughputs", "gpus", "mechanics", "round_seconds", "seed", "config",
-                "policy")  # fmt: skip
+                "policy", "actual", "restart_penalty_seconds")  # fmt: skip
 
 
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -126,6 +127,13 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         help="throughput JSON (or 'tacc'/'wisr'); required for a .trace",
     )
     parser.add_argument("--gpus", type=int, help="GPUs in the cluster (required)")
+    parser.add_argument(
+        "--actual",
+        metavar="FILE",
+        help="the same jobs as they really ran (for example 'shockwave cluster realized'): "
+        "they progress along these profiles while the policy sees --trace's as plans, as in a "
+        "real run (exact mechanics)",
+    )
     parser.add_argument(
         "--mechanics",
         choices=MECHANICS,
@@ -180,7 +188,13 @@ def _simulate(args: argparse.Namespace) -> int:
             raise UsageError("simulate needs --policy (or --resume FILE)")
         name = resolve_policy_name(args.policy)
         workload, config, parameters = _prepare(args, [name], outputs)
-        simulation = Simulation(workload, name, config, policy_parameters=parameters.get(name))
+        simulation = Simulation(
+            workload,
+            name,
+            config,
+            policy_parameters=parameters.get(name),
+            actual=_actual(args, workload),
+        )
     checkpoint = None
     if checkpoint_path:
         checkpoint = CheckpointSettings(checkpoint_path, every_seconds=args.checkpoint_every)
@@ -214,9 +228,12 @@ def _compare(args: argparse.Namespace) -> int:
     if args.plots:
         _check_plot_directory(Path(args.plots))
     workload, config, parameters = _prepare(args, names, outputs)
+    actual = _actual(args, workload)
     results = []
     for name in names:
-        simulation = Simulation(workload, name, config, policy_parameters=parameters.get(name))
+        simulation = Simulation(
+            workload, name, config, policy_parameters=parameters.get(name), actual=actual
+        )
         results.append(_run(simulation, name, config.mechanics, None))
     print(render_comparison(results))
     if args.plots:
@@ -322,6 +339,20 @@ def _prepare(
             f"note: --config has parameters for {', '.join(unused)}, not run here", file=sys.stderr
         )
     return workload, config, parameters
+
+
+def _actual(args: argparse.Namespace, plans: Workload) -> Workload | None:
+    """The workload of ``--actual``, checked against the plans (``--trace``)."""
+    if not args.actual:
+        return None
+    actual = load_workload(args.actual, args.throughputs)
+    if (args.mechanics or "exact") != "exact":
+        raise UsageError("--actual needs the exact mechanics")
+    try:
+        check_same_jobs(plans, actual)
+    except ValueError as exc:
+        raise InputError(f"--actual {args.actual}: {exc}") from None
+    return actual
 
 
 def _run(

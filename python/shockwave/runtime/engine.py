@@ -50,7 +50,7 @@ from shockwave.runtime.journal import Journal, JournalRound
 from shockwave.sim.config import SimulationConfig
 from shockwave.sim.engine import ProgressColumns
 from shockwave.sim.exact_engine import ExactEngine
-from shockwave.sim.profile_progress import iterations_per_epoch
+from shockwave.sim.plan_view import PlanView
 from shockwave.sim.state import ClusterState
 from shockwave.workload import Workload
 
@@ -168,7 +168,8 @@ class RuntimeEngine(ExactEngine):
         self.samples_per_epoch = np.array(
             [float(job.samples_per_epoch or 1) for job in self.jobs], dtype=np.float64
         )
-        self.regimes = [_regime_throughputs(job) for job in self.jobs]
+        self.plan = PlanView(self.jobs)
+        self.regimes = self.plan.regimes
         self.free_slots = list(range(self.gpus))
         self.queue: list[int] = []
         self.dispatched = np.zeros(0, dtype=np.int64)
@@ -210,30 +211,22 @@ class RuntimeEngine(ExactEngine):
         return chosen
 
     def progress_columns(self, active: IntArray) -> ProgressColumns:
-        """The state's progress columns from the jobs' reports (see the module notes)."""
-        samples = np.array([self.runs[j].samples for j in active.tolist()], dtype=np.float64)
-        epochs = self.num_epochs[active]
-        progress = np.minimum(samples / self.samples_per_epoch[active], epochs.astype(np.float64))
-        index = np.minimum(np.floor(progress).astype(np.int64), epochs - 1)
-        fraction = np.clip(progress - index, 0.0, 1.0)
-        self.epoch[active] = index
-        self.work_done[active] = self.profiles.seconds_at(active, index, fraction)
-        columns = super().progress_columns(active)
-        steps = np.array([self.runs[j].steps for j in active.tolist()], dtype=np.float64)
-        sizes = np.array(
-            [self.runs[j].batch_size or self.jobs[j].initial_batch_size for j in active.tolist()],
-            dtype=np.int64,
+        """The state's progress columns from the jobs' reports and their plans (see
+        :class:`~shockwave.sim.plan_view.PlanView`)."""
+        runs = [self.runs[j] for j in active.tolist()]
+        samples = np.array([run.samples for run in runs], dtype=np.float64)
+        return self.plan.columns(
+            active,
+            samples / self.samples_per_epoch[active],
+            np.array([run.steps for run in runs], dtype=np.float64),
+            np.array(
+                [
+                    run.batch_size or self.jobs[j].initial_batch_size
+                    for run, j in zip(runs, active.tolist(), strict=True)
+                ],
+                dtype=np.int64,
+            ),
         )
-        columns["epoch_progress"] = progress
-        columns["epochs_done"] = index
-        columns["steps_run"] = steps
-        columns["total_steps"] = steps + columns["remaining_steps"]
-        columns["batch_size"] = sizes
-        columns["throughput"] = np.array(
-            [self.regimes[j][int(b)] for j, b in zip(active.tolist(), sizes.tolist(), strict=True)],
-            dtype=np.float64,
-        )
-        return columns
 
     # ------------------------------------------------------------------------- the loop
     def run(
@@ -752,8 +745,6 @@ _SNAPSHOT_FIELDS = (
     "round_busy",
     "round_policy_seconds",
     "mechanism",
-    "work_done",
-    "epoch",
     "runs",
     "dispatched",
     "in_flight",
@@ -762,14 +753,3 @@ _SNAPSHOT_FIELDS = (
     "round_boundary_wait",
     "round_decision_seconds",
 )
-
-
-def _regime_throughputs(job: Any) -> dict[int, float]:
-    """Isolated throughput (iterations/s) at each batch size of a job's planning profile."""
-    iterations = iterations_per_epoch(job).astype(np.float64)
-    out: dict[int, float] = {}
-    for size, steps, seconds in zip(
-        job.batch_sizes.tolist(), iterations.tolist(), job.epoch_seconds.tolist(), strict=True
-    ):
-        out.setdefault(int(size), steps / seconds)
-    return out

@@ -10,9 +10,14 @@ bundled default, measured on the project's 2-core development machine):
   family's largest. The profile lists every regime the job may reach (a job may not report
   another batch size).
 * the planned schedule (a prior, not what the job will do: the real job decides from its own
-  gradients): ``gns`` climbs one regime per equal share of its epochs; ``accordion`` keeps its
-  small batch for the first 30 % of its epochs (the critical early phase) and the large one
-  after.
+  gradients), from the bundled jobs' measured behaviour: a ``gns`` job climbs one regime every
+  few epochs (:data:`GNS_PLANNED_EPOCHS_PER_STEP`: 5 for ``softmax-digits``, 6 for
+  ``mlp-digits``, 3 for ``rnn-sines``, the mean gaps between climbs measured over seeds 0-2 in
+  ``docs/job.md`` and in the realized schedules of ``benches/runtime_fidelity.py``; a job with
+  fewer epochs climbs once per equal share of them), then stays at the largest; an
+  ``accordion`` job keeps its small batch for its first :data:`ACCORDION_PLANNED_CRITICAL`
+  epochs (the critical early phase: the bundled jobs leave it after two or three epochs, then
+  come back for single epochs now and then) and the large one after.
 * sizes: each job's exclusive GPU-seconds are drawn log-normally (sigma 0.8) and scaled so that
   the workload holds ``load * minutes * 60 * gpus`` GPU-seconds (load 0.8 by default), so that a
   work-conserving policy needs about ``minutes``; arrivals are a Poisson process over the first
@@ -39,8 +44,14 @@ from shockwave.workload import Job, Workload
 
 #: Adaptation modes drawn by default (equal shares).
 DEFAULT_MODES: tuple[AdaptationMode, ...] = ADAPTATION_MODES
-#: Share of an Accordion job's epochs planned at its small batch size.
-ACCORDION_PLANNED_CRITICAL = 0.3
+#: Epochs an Accordion job is planned at its small batch size (its critical early phase).
+ACCORDION_PLANNED_CRITICAL = 3
+#: Epochs between two planned GNS climbs, per bundled family (measured; see the module notes).
+GNS_PLANNED_EPOCHS_PER_STEP: dict[str, int] = {
+    "softmax-digits": 5,
+    "mlp-digits": 6,
+    "rnn-sines": 3,
+}
 #: Smallest number of epochs of a generated job.
 MIN_EPOCHS = 3
 
@@ -56,15 +67,19 @@ def job_regimes(family: Family, mode: AdaptationMode, initial_batch_size: int) -
 
 
 def planned_schedule(
-    mode: AdaptationMode, regimes: Sequence[int], epochs: int
+    mode: AdaptationMode, regimes: Sequence[int], epochs: int, family: str | None = None
 ) -> npt.NDArray[np.int64]:
-    """The planning profile's batch size of every epoch (see the module notes)."""
+    """The planning profile's batch size of every epoch (see the module notes); every regime
+    appears in it (``epochs >= len(regimes)``)."""
     schedule = np.full(epochs, regimes[0], dtype=np.int64)
     if mode == "gns" and len(regimes) > 1:
-        stage = (np.arange(epochs) * len(regimes)) // epochs
-        schedule = np.asarray(regimes, dtype=np.int64)[stage]
+        step = GNS_PLANNED_EPOCHS_PER_STEP.get(family or "", epochs)
+        # stage k starts at epoch k * step, or at k equal shares of a shorter job
+        index = np.arange(epochs)
+        stage = np.maximum(index // step, (index * len(regimes)) // epochs)
+        schedule = np.asarray(regimes, dtype=np.int64)[np.minimum(stage, len(regimes) - 1)]
     elif mode == "accordion" and len(regimes) > 1:
-        small = max(1, min(epochs - 1, math.ceil(ACCORDION_PLANNED_CRITICAL * epochs)))
+        small = max(1, min(epochs - 1, ACCORDION_PLANNED_CRITICAL))
         schedule[small:] = regimes[-1]
     return schedule
 
@@ -187,14 +202,14 @@ def _size(
     mean_epoch = float(np.mean(per_regime))
     epochs = max(floor, round(target_seconds / mean_epoch))
     for _ in range(6):  # the planned mix of regimes depends on the epoch count
-        schedule = planned_schedule(mode, regimes, epochs)
+        schedule = planned_schedule(mode, regimes, epochs, family.name)
         seconds = epoch_durations(family.name, schedule, gang, table, family.samples_per_epoch)
         total = float(seconds.sum())
         better = max(floor, round(epochs * target_seconds / total))
         if better == epochs:
             break
         epochs = better
-    schedule = planned_schedule(mode, regimes, epochs)
+    schedule = planned_schedule(mode, regimes, epochs, family.name)
     seconds = epoch_durations(family.name, schedule, gang, table, family.samples_per_epoch)
     return schedule, seconds
 

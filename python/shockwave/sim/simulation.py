@@ -31,6 +31,7 @@ from shockwave.sim.config import SimulationConfig
 from shockwave.sim.engine import Engine, ProgressCallback
 from shockwave.sim.exact_engine import ExactEngine
 from shockwave.sim.gavel_engine import GavelEngine
+from shockwave.sim.plan_view import PlannedViewEngine
 from shockwave.workload import Workload
 
 
@@ -63,6 +64,7 @@ class Simulation:
         policy: as :func:`simulate`.
         config: as :func:`simulate`.
         policy_parameters: as :func:`simulate`.
+        actual: as :func:`simulate`.
     """
 
     def __init__(
@@ -72,6 +74,7 @@ class Simulation:
         config: SimulationConfig,
         *,
         policy_parameters: Mapping[str, Any] | None = None,
+        actual: Workload | None = None,
     ) -> None:
         if isinstance(policy, str):
             policy = make_policy(policy, policy_parameters)
@@ -79,7 +82,11 @@ class Simulation:
             raise ValueError("policy_parameters apply to a policy given by name only")
         policy.reset()
         self.engine: Engine
-        if config.mechanics == "gavel":
+        if actual is not None:
+            if config.mechanics != "exact":
+                raise ValueError("actual: jobs with actual profiles need the exact mechanics")
+            self.engine = PlannedViewEngine(workload, actual, policy, config, None)
+        elif config.mechanics == "gavel":
             self.engine = GavelEngine(workload, policy, config, None)
         else:
             self.engine = ExactEngine(workload, policy, config, None)
@@ -200,6 +207,7 @@ def simulate(
     policy_parameters: Mapping[str, Any] | None = None,
     progress: ProgressCallback | None = None,
     checkpoint: CheckpointSettings | None = None,
+    actual: Workload | None = None,
 ) -> SimulationResult:
     """Replay ``workload`` on a cluster under ``policy``.
 
@@ -214,6 +222,10 @@ def simulate(
         progress: called after every round with (rounds done, jobs finished, jobs in total).
         checkpoint: save the running simulation periodically and on Ctrl-C
             (:class:`CheckpointSettings`; resume with :func:`resume`).
+        actual: the same jobs as they really run (for example what a real run's jobs did:
+            :func:`shockwave.runtime.realized.realized_workload`): they progress along these
+            profiles while the policy and its state see ``workload``'s as their plans, as in a
+            real run (:mod:`shockwave.sim.plan_view`). ``exact`` mechanics only.
 
     Returns:
         The metrics, with the raw :class:`~shockwave.sim.record.SimulationRecord`.
@@ -223,7 +235,9 @@ def simulate(
             the simulator cannot execute (:class:`~shockwave.sim.errors.PolicyOutputError`).
         SimulationStalledError: if the run does not finish within ``config.max_rounds``.
     """
-    simulation = Simulation(workload, policy, config, policy_parameters=policy_parameters)
+    simulation = Simulation(
+        workload, policy, config, policy_parameters=policy_parameters, actual=actual
+    )
     result = simulation.run(progress=progress, checkpoint=checkpoint)
     assert result is not None
     return result

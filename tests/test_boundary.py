@@ -151,7 +151,17 @@ def test_the_public_import_paths_of_moved_types_still_work() -> None:
 
 PACKAGE = Path(shockwave.__file__).parent
 #: The packages whose import graph must be acyclic without TYPE_CHECKING guards.
-UNITS = ("scheduling", "policies", "sim", "metrics", "runtime", "market", "adaptation", "testing")
+UNITS = (
+    "scheduling",
+    "policies",
+    "sim",
+    "metrics",
+    "runtime",
+    "market",
+    "adaptation",
+    "testing",
+    "sweep",
+)
 
 
 def _imports(path: Path) -> set[str]:

@@ -21,6 +21,7 @@ from shockwave.cli import (
     cluster_commands,
     exit_codes,
     simulate_commands,
+    sweep_commands,
     trace_commands,
 )
 from shockwave.cli.exit_codes import CliError
@@ -29,7 +30,13 @@ from shockwave.sim.errors import PolicyOutputError, SimulationStalledError
 from shockwave.traces.generator_parameters import GeneratorParameterError
 
 #: Modules that add sub-commands: each has ``register(subparsers)``.
-COMMAND_MODULES = (trace_commands, simulate_commands, cluster_commands, bench_commands)
+COMMAND_MODULES = (
+    trace_commands,
+    simulate_commands,
+    sweep_commands,
+    cluster_commands,
+    bench_commands,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,7 +13,8 @@ status  meaning
         checked before the run starts, or a write failed (disk full); previous files are intact
 5       the run failed: the simulation did not finish within its round limit, or a policy
         returned an allocation the simulator cannot execute; for ``cluster run``, some job
-        failed (the result, written all the same, says which and why)
+        failed (the result, written all the same, says which and why); for ``sweep`` and
+        ``reproduce``, some cell failed (recorded with its error; every other cell ran)
 130     interrupted (Ctrl-C); with ``--checkpoint``, the simulation was saved first; a real
         run (``cluster run``) checkpoints its jobs and writes a result marked incomplete
 ======  ===================================================================================
@@ -36,8 +37,8 @@ EPILOG = """exit status:
   2    usage: a bad option or option value
   3    input: an input file cannot be read or is malformed (file, line and field named)
   4    output: an output path is unusable (checked before the run) or a write failed
-  5    the run failed (round limit reached, a policy's output cannot be executed, or in a
-       real run some job failed: the result says which)
+  5    the run failed (round limit reached, a policy's output cannot be executed, in a
+       real run some job failed: the result says which, or some cell of a sweep failed)
   130  interrupted (Ctrl-C); with --checkpoint the simulation is saved first"""
 
 

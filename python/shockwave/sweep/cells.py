@@ -1,0 +1,133 @@
+"""A cell of a sweep: one simulation, and the key that identifies it.
+
+A cell is one workload on one cluster size under one policy (with its parameters), one
+mechanics, one set of simulation settings and one seed. Its **key** is the SHA-256 of the
+canonical JSON of everything that determines its result: the workload's identity
+(:mod:`shockwave.sweep.sources`), GPUs, policy, its parameters (only those that differ from the
+policy's defaults, with the policy's own types), mechanics, every simulation setting, the seed
+and the package version. Labels (a trace's name) are not in the key; a new package version is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from shockwave import __version__
+from shockwave.scheduling import SimulationConfig
+from shockwave.sweep.sources import TraceSource
+
+#: Settings of :class:`~shockwave.scheduling.SimulationConfig` a spec's ``[simulation]`` table may
+#: set, with their defaults (``gpus``, ``mechanics`` and ``seed`` have their own spec keys).
+SIMULATION_DEFAULTS: dict[str, Any] = {
+    "round_seconds": SimulationConfig.round_seconds,
+    "restart_penalty_seconds": SimulationConfig.restart_penalty_seconds,
+    "throughput_noise": SimulationConfig.throughput_noise,
+    "recompute_interval_seconds": SimulationConfig.recompute_interval_seconds,
+    "max_rounds": SimulationConfig.max_rounds,
+}
+
+
+def canonical_json(value: Any) -> str:
+    """Compact JSON with sorted keys: equal values give equal text (floats as ``repr``)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One simulation of a sweep.
+
+    Attributes:
+        trace: the trace's label (the spec's ``name``, or its path, or a generated label).
+        trace_family: the label without the generator seed (equal to ``trace`` for files):
+            cells of one family and different seeds are aggregated in the report.
+        trace_seed: the generator's seed (``None`` for a file).
+        source: where the workload comes from.
+        jobs: jobs in the workload (orders the cells: largest first).
+        gpus: GPUs in the cluster.
+        policy: a built-in policy's name.
+        parameters: the policy's parameters that differ from its defaults.
+        mechanics: ``"exact"`` or ``"gavel"``.
+        simulation: every setting of :data:`SIMULATION_DEFAULTS`.
+        seed: the simulation's seed (throughput noise).
+        version: the package version that runs it.
+        key: the cell's key (module notes); computed.
+    """
+
+    trace: str
+    trace_family: str
+    trace_seed: int | None
+    source: TraceSource
+    jobs: int
+    gpus: int
+    policy: str
+    parameters: Mapping[str, Any]
+    mechanics: str
+    simulation: Mapping[str, Any]
+    seed: int
+    version: str = __version__
+    key: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        identity = {
+            "version": self.version,
+            "workload": self.source.identity(),
+            "gpus": self.gpus,
+            "policy": self.policy,
+            "parameters": dict(self.parameters),
+            "mechanics": self.mechanics,
+            "simulation": dict(self.simulation),
+            "seed": self.seed,
+        }
+        digest = hashlib.sha256(canonical_json(identity).encode()).hexdigest()
+        object.__setattr__(self, "key", digest)
+
+    def config(self) -> SimulationConfig:
+        """The simulation's configuration.
+
+        Raises:
+            ValueError: naming a bad setting.
+        """
+        return SimulationConfig(
+            gpus=self.gpus,
+            mechanics=self.mechanics,  # type: ignore[arg-type]  # checked by the config
+            seed=self.seed,
+            **self.simulation,
+        )
+
+    @property
+    def parameters_json(self) -> str:
+        """The parameters as canonical JSON (the ``parameters`` column)."""
+        return canonical_json(dict(self.parameters))
+
+    @property
+    def simulation_json(self) -> str:
+        """The simulation settings as canonical JSON (the ``simulation`` column)."""
+        return canonical_json(dict(self.simulation))
+
+    def describe(self) -> str:
+        """A one-line description for messages."""
+        params = f" {self.parameters_json}" if self.parameters else ""
+        return (
+            f"{self.trace} on {self.gpus} GPUs, {self.policy}{params}, {self.mechanics}, "
+            f"seed {self.seed}"
+        )
+
+
+def labels(cell: Cell) -> dict[str, Any]:
+    """The input columns of a cell's rows (shared by the results and the per-job rows)."""
+    return {
+        "key": cell.key,
+        "trace": cell.trace,
+        "trace_family": cell.trace_family,
+        "trace_seed": cell.trace_seed,
+        "gpus": cell.gpus,
+        "policy": cell.policy,
+        "parameters": cell.parameters_json,
+        "mechanics": cell.mechanics,
+        "simulation": cell.simulation_json,
+        "seed": cell.seed,
+    }

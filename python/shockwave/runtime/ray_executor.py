@@ -41,6 +41,9 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 #: A relay-level order (never forwarded to the job): SIGKILL the job's process.
 _KILL = b"__kill__"
+#: Seconds :meth:`RayExecutor.close` waits for the job tasks it asked to end before it cancels
+#: the ones still running.
+CLOSE_GRACE_SECONDS = 10.0
 
 
 @ray.remote(num_cpus=0)
@@ -223,15 +226,34 @@ class RayExecutor(Executor):
                 self._exited.add((job, incarnation))
                 self._pending.append(JobExited(job, incarnation, None, f"ray task: {exc}"))
 
+    @staticmethod
+    def _running(refs: list[Any], timeout: float) -> list[Any]:
+        """The tasks of ``refs`` not finished after ``timeout`` seconds."""
+        if not refs:
+            return []
+        _, running = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+        return list(running)
+
     def kill(self, job_id: int) -> None:
         current = self._tasks.get(job_id)
         if current is not None:
             self._broker.send.remote(job_id, current[0], _KILL)
 
     def close(self) -> None:
-        for incarnation_ref in self._tasks.values():
+        # Ends the tasks still running through their relays (which kill their job processes),
+        # and cancels only those that do not end within the grace period: a task that is
+        # completing must never be cancelled (Ray aborts the driver on that race: "Tried to
+        # complete task that was not pending", ray-project/ray#54527).
+        tasks = {
+            id(ref): (job, incarnation, ref) for job, (incarnation, ref) in self._tasks.items()
+        }
+        running = self._running([ref for _, _, ref in tasks.values()], 0.0)
+        for ref in running:
+            job, incarnation, _ = tasks[id(ref)]
+            self._broker.send.remote(job, incarnation, _KILL)
+        for ref in self._running(running, CLOSE_GRACE_SECONDS):
             with contextlib.suppress(Exception):
-                ray.cancel(incarnation_ref[1], force=True)
+                ray.cancel(ref, force=True)
         self._tasks.clear()
         with contextlib.suppress(Exception):
             ray.kill(self._broker)

@@ -121,7 +121,12 @@ class RayCluster:
                         outcome = failed_outcome(cell, error, text)
                     yield outcome
         finally:
-            for ref in in_flight:
+            # cancel only the cells still running: cancelling a task as it completes can abort
+            # the driver (ray-project/ray#54527)
+            running = list(in_flight)
+            if running:
+                _, running = ray.wait(running, num_returns=len(running), timeout=0)
+            for ref in running:
                 ray.cancel(ref, force=True)
             if started:
                 ray.shutdown()

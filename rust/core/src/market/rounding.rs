@@ -147,24 +147,30 @@ pub fn round_schedule(input: &RoundingInput<'_>) -> Result<Vec<bool>, MarketErro
         Some(deficit) => deficit.to_vec(),
         None => vec![0.0; jobs],
     };
-    let mut queue: Vec<usize> = Vec::with_capacity(jobs);
+    // (owed, share of the round, job): the sort keys read once, not in every comparison
+    let mut queue: Vec<(f64, f64, usize)> = Vec::with_capacity(jobs);
     for t in 0..rounds {
         let supply = input.supply[t];
         queue.clear();
         for i in 0..jobs {
-            owed[i] += input.shares[i * rounds + t];
+            let share = input.shares[i * rounds + t];
+            owed[i] += share;
             if owed[i] > OWED_TOLERANCE && f64::from(input.gang_sizes[i]) <= supply {
-                queue.push(i);
+                queue.push((owed[i], share, i));
             }
         }
-        queue.sort_by(|&i, &j| {
-            owed[j]
-                .total_cmp(&owed[i])
-                .then(input.shares[j * rounds + t].total_cmp(&input.shares[i * rounds + t]))
-                .then(i.cmp(&j))
+        // Most owed first, then the larger share, then the lower index: a total order (the
+        // index breaks every tie), so the unstable sort gives the one order there is.
+        queue.sort_unstable_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then(b.1.total_cmp(&a.1))
+                .then(a.2.cmp(&b.2))
         });
         let mut free = supply;
-        for &i in &queue {
+        for &(_, _, i) in &queue {
+            if free < 1.0 {
+                break; // no gang (>= 1 GPU) fits any more
+            }
             let gang = f64::from(input.gang_sizes[i]);
             if gang <= free {
                 free -= gang;
@@ -174,6 +180,9 @@ pub fn round_schedule(input: &RoundingInput<'_>) -> Result<Vec<bool>, MarketErro
         }
         if let Some(order) = input.backfill_order {
             for &i in order {
+                if free < 1.0 {
+                    break;
+                }
                 let gang = f64::from(input.gang_sizes[i]);
                 if !schedule[i * rounds + t] && gang <= free {
                     free -= gang;

@@ -54,6 +54,22 @@ class EpochRuns:
     counts: IntArray
     running_seconds: FloatArray = field(init=False)
 
+    @classmethod
+    def _of_fresh(cls, sizes: IntArray, seconds: FloatArray, counts: IntArray) -> EpochRuns:
+        """Canonical runs from arrays of the right types and shapes that nothing else holds
+        (adopted without copies or checks)."""
+        runs = object.__new__(cls)
+        with np.errstate(over="ignore", invalid="ignore"):
+            running = _running_ends(seconds, counts)
+        for name, value in (
+            ("batch_sizes", sizes),
+            ("seconds", seconds),
+            ("counts", counts),
+            ("running_seconds", running),
+        ):
+            object.__setattr__(runs, name, _frozen(value))
+        return runs
+
     def __post_init__(self) -> None:
         sizes = _frozen(np.array(self.batch_sizes, dtype=np.int64, copy=True).reshape(-1))
         seconds = _frozen(np.array(self.seconds, dtype=np.float64, copy=True).reshape(-1))
@@ -87,7 +103,7 @@ class EpochRuns:
         change = np.flatnonzero((seconds[1:] != seconds[:-1]) | (sizes[1:] != sizes[:-1])) + 1
         first = np.concatenate(([0], change)).astype(np.int64)
         counts = np.diff(np.concatenate((first, [sizes.shape[0]]))).astype(np.int64)
-        return cls(sizes[first], seconds[first], counts)
+        return cls._of_fresh(sizes[first], seconds[first], counts)
 
     @classmethod
     def from_runs(
@@ -98,9 +114,9 @@ class EpochRuns:
         Raises:
             ValueError: for arrays of different lengths or a count below 1.
         """
-        sizes = np.asarray(batch_sizes, dtype=np.int64).reshape(-1)
-        secs = np.asarray(seconds, dtype=np.float64).reshape(-1)
-        number = np.asarray(counts, dtype=np.int64).reshape(-1)
+        sizes = np.array(batch_sizes, dtype=np.int64, copy=True).reshape(-1)
+        secs = np.array(seconds, dtype=np.float64, copy=True).reshape(-1)
+        number = np.array(counts, dtype=np.int64, copy=True).reshape(-1)
         if not sizes.shape == secs.shape == number.shape:
             raise ValueError(
                 f"runs: {sizes.size} batch sizes, {secs.size} durations and {number.size} "
@@ -109,14 +125,13 @@ class EpochRuns:
         if number.size and int(number.min()) < 1:
             raise ValueError("runs: every run count must be >= 1")
         if sizes.size <= 1:
-            return cls(sizes, secs, number)
-        starts = np.concatenate(
-            ([0], np.flatnonzero((secs[1:] != secs[:-1]) | (sizes[1:] != sizes[:-1])) + 1)
-        )
-        if starts.size == sizes.size:
-            return cls(sizes, secs, number)
+            return cls._of_fresh(sizes, secs, number)
+        starts = np.flatnonzero((secs[1:] != secs[:-1]) | (sizes[1:] != sizes[:-1])) + 1
+        if starts.size == sizes.size - 1:  # already maximal runs
+            return cls._of_fresh(sizes, secs, number)
+        starts = np.concatenate(([0], starts))
         merged = np.add.reduceat(number, starts).astype(np.int64)
-        return cls(sizes[starts], secs[starts], merged)
+        return cls._of_fresh(sizes[starts], secs[starts], merged)
 
     # --------------------------------------------------------------------------- reading
     @property
@@ -215,6 +230,8 @@ def merge_columns(
 ) -> EpochRuns:
     """The runs of two run-length encoded columns over the same epochs (equal count sums): the
     runs split wherever either column changes, then equal neighbours merged."""
+    if np.array_equal(size_counts, second_counts):  # the usual case: the same runs
+        return EpochRuns.from_runs(sizes, seconds, size_counts)
     size_ends = np.cumsum(size_counts)
     second_ends = np.cumsum(second_counts)
     ends = np.union1d(size_ends, second_ends)
@@ -234,14 +251,20 @@ def _running_ends(seconds: FloatArray, counts: IntArray) -> FloatArray:
     Bit for bit ``numpy.cumsum(numpy.repeat(seconds, counts))[ends]``: the sum is accumulated
     epoch by epoch, on transient expansions of at most :data:`_CHUNK_EPOCHS` epochs.
     """
-    out = np.empty(seconds.shape[0], dtype=np.float64)
-    if seconds.shape[0] == 0:
+    runs = seconds.shape[0]
+    out = np.empty(runs, dtype=np.float64)
+    if runs == 0:
         return out
-    total = int(counts.sum())
-    if total <= _CHUNK_EPOCHS:
-        running = np.cumsum(np.repeat(seconds, counts))
-        out[:] = running[np.cumsum(counts) - 1]
-        return out
+    if runs == 1:  # the usual static profile
+        count = int(counts[0])
+        if count <= _CHUNK_EPOCHS:
+            out[0] = np.cumsum(np.full(count, seconds[0]))[-1]
+            return out
+    else:
+        ends = np.cumsum(counts)
+        if int(ends[-1]) <= _CHUNK_EPOCHS:
+            out[:] = np.cumsum(np.repeat(seconds, counts))[ends - 1]
+            return out
     carry = 0.0
     for index, (value, count) in enumerate(zip(seconds.tolist(), counts.tolist(), strict=True)):
         left = int(count)

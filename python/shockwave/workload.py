@@ -299,7 +299,7 @@ def _runs_of(job: Job, sizes: Any, seconds: Any) -> EpochRuns:
     """The job's runs from the values given for ``batch_sizes`` and ``epoch_seconds`` (arrays,
     or the same :class:`EpochRuns` for both). A malformed profile is noted on the job
     (``_profile_problem``) for :func:`_check_job` to report in its turn, with placeholder runs."""
-    placeholder = EpochRuns.from_runs([1], [1.0], [1])
+    placeholder = _PLACEHOLDER
     if isinstance(sizes, EpochRuns) or isinstance(seconds, EpochRuns):
         if sizes is not seconds:
             raise JobFieldError(
@@ -344,6 +344,10 @@ def _runs_of(job: Job, sizes: Any, seconds: Any) -> EpochRuns:
         secs,
         ones if secs_counts is None else secs_counts,
     )
+
+
+#: The runs a job with a malformed profile holds until :func:`_check_job` refuses it.
+_PLACEHOLDER = EpochRuns.from_runs([1], [1.0], [1])
 
 
 def _column(

@@ -75,3 +75,19 @@ def test_bench_scale_takes_a_steady_arrival_size(
 def test_bad_steady_sizes_are_usage_errors(sizes: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "scale", "--sizes", sizes]) == 2
     assert "--sizes" in capsys.readouterr().err
+
+
+def test_steady_sizes_are_left_out_of_the_fitted_exponent() -> None:
+    from shockwave.bench.scale import fitted_exponents
+
+    def row(jobs: int, seconds: float, days: float | None = None) -> dict[str, object]:
+        return {
+            "policy": "p",
+            "jobs": jobs,
+            "rounds": 10,
+            "simulate_seconds": seconds,
+            "days": days,
+        }
+
+    rows = [row(10, 1.0), row(100, 10.0), row(1000, 1.0, days=5.0)]
+    assert abs(fitted_exponents(rows)["p"] - 1.0) < 1e-9

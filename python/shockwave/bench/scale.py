@@ -137,10 +137,12 @@ def run(
 
 def fitted_exponents(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Per policy measured at two sizes or more, the slope of log(simulate seconds) against
-    log(jobs x rounds)."""
+    log(jobs x rounds). Sizes with a steady arrival process (``days``) are left out: their
+    contention differs, so they are not points of the same curve."""
     exponents: dict[str, float] = {}
-    for policy in dict.fromkeys(r["policy"] for r in rows):
-        mine = [r for r in rows if r["policy"] == policy]
+    contended = [r for r in rows if r.get("days") is None]
+    for policy in dict.fromkeys(r["policy"] for r in contended):
+        mine = [r for r in contended if r["policy"] == policy]
         if len({r["jobs"] for r in mine}) < 2:
             continue
         x = np.log([r["jobs"] * r["rounds"] for r in mine])

@@ -207,14 +207,18 @@ class EpochColumn:
     Attributes:
         values: the value of each run, as given (any array-like; the job converts and checks it).
         counts: the epochs of each run (integers >= 1).
+        epochs: the counts summed, if the caller knows it (saves summing them again).
     """
 
     values: Any
     counts: Any
+    epochs: int | None = None
 
     @property
     def num_epochs(self) -> int:
         """The counts summed."""
+        if self.epochs is not None:
+            return self.epochs
         return int(np.sum(np.asarray(self.counts, dtype=np.int64)))
 
     def expand(self) -> npt.NDArray[Any]:

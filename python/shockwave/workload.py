@@ -319,16 +319,16 @@ def _runs_of(job: Job, sizes: Any, seconds: Any) -> EpochRuns:
                 f"{runs.num_epochs} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}",
             )
         return runs
-    bs, bs_counts = _column(job.job_id, "batch_sizes", sizes, "iu", np.int64)
-    secs, secs_counts = _column(job.job_id, "epoch_seconds", seconds, "iuf", np.float64)
+    bs, bs_counts, size_epochs = _column(job.job_id, "batch_sizes", sizes, "iu", np.int64)
+    secs, secs_counts, second_epochs = _column(
+        job.job_id, "epoch_seconds", seconds, "iuf", np.float64
+    )
     if bs.ndim != 1 or bs.shape[0] == 0:
         job.__dict__["_profile_problem"] = (
             "batch_sizes",
             "must be a non-empty 1-D sequence (one entry per epoch)",
         )
         return placeholder
-    size_epochs = bs.shape[0] if bs_counts is None else int(bs_counts.sum())
-    second_epochs = secs.size if secs_counts is None else int(secs_counts.sum())
     if secs.ndim != 1 or second_epochs != size_epochs:
         job.__dict__["_profile_problem"] = (
             "epoch_seconds",
@@ -352,24 +352,24 @@ _PLACEHOLDER = EpochRuns.from_runs([1], [1.0], [1])
 
 def _column(
     job_id: object, name: str, values: Any, kinds: str, dtype: type[np.generic]
-) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64] | None]:
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64] | None, int]:
     """A per-epoch field given as an array (counts ``None``) or an :class:`EpochColumn` (its
-    run values and counts), checked as :func:`_as_array` checks an array."""
+    run values and counts), checked as :func:`_as_array` checks an array; and its epochs."""
     if not isinstance(values, EpochColumn):
-        return _as_array(job_id, name, values, kinds, dtype), None
+        array = _as_array(job_id, name, values, kinds, dtype)
+        return array, None, int(array.shape[0]) if array.ndim == 1 else int(array.size)
     counts = _as_array(job_id, name, values.counts, "iu", np.int64)
     if counts.ndim != 1 or (counts.size and int(counts.min()) < 1):
         raise JobFieldError(job_id, name, "run counts must be integers >= 1")
-    if int(counts.sum()) > MAX_EPOCHS_PER_JOB:
+    total = int(counts.sum())
+    if total > MAX_EPOCHS_PER_JOB:
         raise JobFieldError(
-            job_id,
-            name,
-            f"{int(counts.sum())} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}",
+            job_id, name, f"{total} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}"
         )
     runs = _as_array(job_id, name, values.values, kinds, dtype)
     if runs.shape != counts.shape:
         raise JobFieldError(job_id, name, f"{runs.size} run values but {counts.size} run counts")
-    return runs, counts
+    return runs, counts, total
 
 
 def _as_array(

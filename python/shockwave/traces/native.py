@@ -183,14 +183,15 @@ def decode_epoch_column(value: Any, name: str) -> list[Any] | EpochColumn:
     counts = [run[1] for run in runs]
     if any(not is_integer(c, numpy=False) or c < 1 for c in counts):
         raise ValueError("run counts must be integers >= 1")
-    if sum(counts) > MAX_EPOCHS_PER_JOB:
+    total = sum(counts)
+    if total > MAX_EPOCHS_PER_JOB:
         raise ValueError(
-            f"run counts sum to {sum(counts)} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}"
+            f"run counts sum to {total} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}"
         )
     values = [run[0] for run in runs]
     if any(isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT64_MAX for v in values):
         raise ValueError("run values must fit in a signed 64-bit integer")
-    return EpochColumn(np.asarray(values), np.asarray(counts, dtype=np.int64))
+    return EpochColumn(np.asarray(values), np.asarray(counts, dtype=np.int64), total)
 
 
 def write_native(workload: Workload, path: str | PathLike[str]) -> None:

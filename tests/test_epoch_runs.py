@@ -220,3 +220,11 @@ def test_the_adaptation_model_takes_runs_bit_for_bit(
     b = compact.predict(6, 120.0)
     assert a.valuations.tobytes() == b.valuations.tobytes()
     assert a.remaining_mean_seconds.tobytes() == b.remaining_mean_seconds.tobytes()
+
+
+def test_a_job_given_unmerged_runs_holds_them_merged() -> None:
+    unmerged = EpochRuns([32, 32, 64], [1.0, 1.0, 2.0], [2, 3, 1])
+    assert not unmerged.is_canonical()
+    job = _job(unmerged, unmerged)
+    assert job.runs.is_canonical() and job.runs.counts.tolist() == [5, 1]
+    assert job == _job([32] * 5 + [64], [1.0] * 5 + [2.0])

@@ -166,6 +166,14 @@ class EpochRuns:
         with np.errstate(over="ignore", invalid="ignore"):
             return float(np.sum(self.expand_seconds()))
 
+    def is_canonical(self) -> bool:
+        """Whether the runs are maximal (no two neighbours have the same batch size and
+        duration), as :meth:`from_epochs` and :meth:`from_runs` make them."""
+        same = (self.batch_sizes[1:] == self.batch_sizes[:-1]) & (
+            self.seconds[1:] == self.seconds[:-1]
+        )
+        return not bool(same.any())
+
     def distinct_batch_sizes(self) -> IntArray:
         """The batch sizes the profile uses, ascending."""
         return np.unique(self.batch_sizes)

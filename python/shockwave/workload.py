@@ -306,6 +306,8 @@ def _runs_of(job: Job, sizes: Any, seconds: Any) -> EpochRuns:
                 job.job_id, "epoch_seconds", "give the same EpochRuns for batch_sizes and for it"
             )
         runs: EpochRuns = sizes
+        if runs.num_runs > 1 and not runs.is_canonical():
+            runs = EpochRuns.from_runs(runs.batch_sizes, runs.seconds, runs.counts)
         if runs.num_runs == 0:
             job.__dict__["_profile_problem"] = (
                 "batch_sizes",

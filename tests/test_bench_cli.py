@@ -58,3 +58,36 @@ def test_bad_bench_options_are_usage_errors(
 ) -> None:
     assert main(argv) == 2
     assert capsys.readouterr().err.startswith("shockwave: error: ")
+
+
+def test_bench_scale_takes_a_steady_arrival_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "scale.json"
+    argv = ["bench", "scale", "--sizes", "40:8:0.5", "--policies", "fifo", "-o", str(out)]
+    assert main(argv) == 0
+    assert "| 40 over 0.5 days | 8 | fifo |" in capsys.readouterr().out
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["days"] == 0.5 and row["offered_load"] > 0
+
+
+@pytest.mark.parametrize("sizes", ["10:2:0", "10:2:x", "10:2:1:4", "10:2:inf"])
+def test_bad_steady_sizes_are_usage_errors(sizes: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "scale", "--sizes", sizes]) == 2
+    assert "--sizes" in capsys.readouterr().err
+
+
+def test_steady_sizes_are_left_out_of_the_fitted_exponent() -> None:
+    from shockwave.bench.scale import fitted_exponents
+
+    def row(jobs: int, seconds: float, days: float | None = None) -> dict[str, object]:
+        return {
+            "policy": "p",
+            "jobs": jobs,
+            "rounds": 10,
+            "simulate_seconds": seconds,
+            "days": days,
+        }
+
+    rows = [row(10, 1.0), row(100, 10.0), row(1000, 1.0, days=5.0)]
+    assert abs(fitted_exponents(rows)["p"] - 1.0) < 1e-9

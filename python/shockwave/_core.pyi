@@ -137,6 +137,7 @@ class JobModelsCore:
         extra_batch_sizes: npt.NDArray[np.int64],
         extra_epoch_seconds: npt.NDArray[np.float64],
         samples_per_epoch: float | None = None,
+        epoch_counts: npt.NDArray[np.int64] | None = None,
     ) -> None: ...
     def remove(self, job_id: int) -> None: ...
     def observe(

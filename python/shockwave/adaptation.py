@@ -250,6 +250,7 @@ class JobModels:
         *,
         extra_regimes: Mapping[int, float] | None = None,
         samples_per_epoch: float | None = None,
+        epoch_counts: npt.ArrayLike | None = None,
     ) -> None:
         """Add a job (on arrival) from its profile.
 
@@ -258,6 +259,9 @@ class JobModels:
             batch_sizes: batch size of every epoch of the profile; its distinct values are the
                 job's regimes, all of which the job uses.
             epoch_seconds: duration of every epoch on the job's gang, seconds (> 0).
+            epoch_counts: for a profile given run-length encoded, the epochs of each entry of
+                ``batch_sizes`` and ``epoch_seconds`` (integers >= 1); the model is bit for bit
+                the one of the expanded arrays.
             extra_regimes: batch sizes the job may also run at, with their epoch seconds (for
                 example those the original's runtime rules reach: :func:`runtime_regimes`).
             samples_per_epoch: training samples per epoch; needed for throughput given in
@@ -274,6 +278,7 @@ class JobModels:
             int_array(list(extra.keys()), "extra_regimes"),
             float_array(list(extra.values()), "extra_regimes"),
             None if samples_per_epoch is None else real(samples_per_epoch, "samples_per_epoch"),
+            None if epoch_counts is None else int_array(epoch_counts, "epoch_counts"),
         )
 
     def add_job(self, job: Job, *, throughputs: ThroughputTable | None = None) -> None:
@@ -287,12 +292,14 @@ class JobModels:
         samples = job.samples_per_epoch
         if samples is None and job.model in MODEL_FAMILIES:
             samples = model_family(job.model).samples_per_epoch
+        runs = job.runs  # the profile as held, run-length encoded (never expanded)
         self.add(
             job.job_id,
-            job.batch_sizes,
-            job.epoch_seconds,
+            runs.batch_sizes,
+            runs.seconds,
             extra_regimes=extra,
             samples_per_epoch=None if samples is None else float(samples),
+            epoch_counts=runs.counts,
         )
 
     def remove(self, job_id: int) -> None:
@@ -484,7 +491,7 @@ def runtime_regimes(job: Job, throughputs: ThroughputTable) -> dict[int, float]:
             while batch_size < top:
                 batch_size *= 2
                 reachable.add(batch_size)
-    in_profile = {int(b) for b in np.unique(job.batch_sizes)}
+    in_profile = {int(b) for b in job.runs.distinct_batch_sizes()}
     candidates = sorted(
         b
         for b in reachable - in_profile

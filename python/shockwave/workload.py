@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from shockwave.arguments import is_integer
 from shockwave.catalog import ADAPTATION_MODES, AdaptationMode
+from shockwave.epoch_runs import EpochColumn, EpochRuns, merge_columns
 from shockwave.errors import JobFieldError
 from shockwave.job.spec import RunSpec
 from shockwave.limits import (
@@ -32,6 +33,34 @@ from shockwave.throughputs import ThroughputTable, format_job_type
 
 #: Text fields of a job converted from a production trace (see :class:`Job`).
 PROVENANCE_FIELDS = ("source_id", "user", "vc", "status")
+
+#: The per-epoch fields of :class:`Job`, held together as one :class:`EpochRuns`.
+_PER_EPOCH_FIELDS = ("batch_sizes", "epoch_seconds")
+
+
+class _PerEpoch:
+    """A per-epoch field of :class:`Job` (``batch_sizes``, ``epoch_seconds``).
+
+    The job holds its profile run-length encoded (:attr:`Job.runs`), one :class:`EpochRuns`
+    under both fields' names in its ``__dict__`` (so ``Job(**vars(job))`` rebuilds it); reading
+    the field expands it (a new read-only array each time). The value given to the constructor
+    (an array, an :class:`EpochColumn`, or the job's :class:`EpochRuns`) stays there until
+    ``__post_init__`` builds the runs from both fields.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, job: Job | None, owner: type | None = None) -> npt.NDArray[Any]:
+        if job is None:
+            raise AttributeError(self.name)  # no default value: the field is required
+        runs: EpochRuns = job.__dict__[self.name]
+        if self.name == "batch_sizes":
+            return runs.expand_batch_sizes()
+        return runs.expand_seconds()
+
+    def __set__(self, job: Job, value: npt.ArrayLike | EpochColumn | EpochRuns) -> None:
+        job.__dict__[self.name] = value
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,6 +78,11 @@ class Job:
         batch_sizes: batch size of every epoch, shape ``(epochs,)``, int64.
         epoch_seconds: duration of every epoch when the job runs alone on its gang, seconds,
             shape ``(epochs,)``, float64.
+
+            The job holds both run-length encoded (:attr:`runs`, an
+            :class:`~shockwave.epoch_runs.EpochRuns`); reading ``batch_sizes`` or
+            ``epoch_seconds`` expands them into a new read-only array each time. To build a job
+            from runs without expanding them, give the same :class:`EpochRuns` for both fields.
         weight: priority weight (budget multiplier), > 0; 1 for every job of the original traces.
         total_steps: iterations at the initial batch size, if known (``.trace`` field 6). Needed
             only by the ``gavel`` simulator mechanics.
@@ -76,8 +110,8 @@ class Job:
     model: str
     dataset: str
     mode: AdaptationMode
-    batch_sizes: npt.NDArray[np.int64]
-    epoch_seconds: npt.NDArray[np.float64]
+    batch_sizes: _PerEpoch = _PerEpoch()
+    epoch_seconds: _PerEpoch = _PerEpoch()
     weight: float = 1.0
     total_steps: int | None = None
     samples_per_epoch: int | None = None
@@ -90,23 +124,37 @@ class Job:
     requested_gpus: float | None = None
 
     def __post_init__(self) -> None:
-        bs = _as_array(self.job_id, "batch_sizes", self.batch_sizes, "iu", np.int64)
-        secs = _as_array(self.job_id, "epoch_seconds", self.epoch_seconds, "iuf", np.float64)
-        bs.setflags(write=False)
-        secs.setflags(write=False)
-        object.__setattr__(self, "batch_sizes", bs)
-        object.__setattr__(self, "epoch_seconds", secs)
-        _check_job(self)
+        given = self.__dict__
+        runs = _runs_of(self, given["batch_sizes"], given["epoch_seconds"])
+        given["batch_sizes"] = given["epoch_seconds"] = runs
+        try:
+            _check_job(self)
+        finally:
+            given.pop("_profile_problem", None)
+
+    @property
+    def runs(self) -> EpochRuns:
+        """The profile, run-length encoded (what the job holds; see ``batch_sizes``)."""
+        runs: EpochRuns = self.__dict__["batch_sizes"]
+        return runs
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle, also a job pickled when jobs held their profiles expanded."""
+        state = dict(state)
+        if not isinstance(state.get("batch_sizes"), EpochRuns):
+            runs = EpochRuns.from_epochs(state["batch_sizes"], state["epoch_seconds"])
+            state["batch_sizes"] = state["epoch_seconds"] = runs
+        self.__dict__.update(state)
 
     @property
     def num_epochs(self) -> int:
         """Number of epochs (the last one may be partial in the original, but counts as whole)."""
-        return int(self.batch_sizes.shape[0])
+        return self.runs.num_epochs
 
     @property
     def initial_batch_size(self) -> int:
         """Batch size of the first epoch."""
-        return int(self.batch_sizes[0])
+        return int(self.runs.batch_sizes[0])
 
     @property
     def job_type(self) -> str:
@@ -117,9 +165,11 @@ class Job:
     def exclusive_seconds(self) -> float:
         """Sum of the epoch durations: the job's runtime alone on its gang, seconds.
 
-        This is the original's ``duration`` and the denominator of finish-time fairness.
+        This is the original's ``duration`` and the denominator of finish-time fairness. Summed
+        as ``numpy.sum`` sums the expanded durations (the simulator's own total sums them epoch by
+        epoch: :attr:`EpochRuns.total_seconds`).
         """
-        return float(self.epoch_seconds.sum())
+        return self.runs.pairwise_total
 
     @property
     def exclusive_gpu_seconds(self) -> float:
@@ -136,8 +186,7 @@ class Job:
             and self.model == other.model
             and self.dataset == other.dataset
             and self.mode == other.mode
-            and np.array_equal(self.batch_sizes, other.batch_sizes)
-            and np.array_equal(self.epoch_seconds, other.epoch_seconds)
+            and self.runs == other.runs
             and self.weight == other.weight
             and self.total_steps == other.total_steps
             and self.samples_per_epoch == other.samples_per_epoch
@@ -178,21 +227,18 @@ def _check_job(job: Job) -> None:
         raise bad("model", "must be a non-empty string")
     if not isinstance(job.dataset, str):
         raise bad("dataset", "must be a string")
-    if job.batch_sizes.ndim != 1 or job.batch_sizes.shape[0] == 0:
-        raise bad("batch_sizes", "must be a non-empty 1-D sequence (one entry per epoch)")
-    if job.epoch_seconds.shape != job.batch_sizes.shape:
-        raise bad(
-            "epoch_seconds",
-            f"has {job.epoch_seconds.size} entries but batch_sizes has {job.batch_sizes.size}",
-        )
-    if job.batch_sizes.min() < 1:
+    problem = job.__dict__.get("_profile_problem")
+    if problem is not None:
+        raise bad(*problem)
+    runs = job.runs
+    if runs.batch_sizes.min() < 1:
         raise bad("batch_sizes", "every batch size must be >= 1")
-    seconds = job.epoch_seconds
+    seconds = runs.seconds
     # usual case first (NaN fails both comparisons): every epoch in [MIN_EPOCH_SECONDS,
     # MAX_SECONDS], so the sum of at most MAX_EPOCHS_PER_JOB of them cannot overflow
     if not (seconds.min() >= MIN_EPOCH_SECONDS and seconds.max() <= MAX_SECONDS):
-        _check_unusual_epochs(seconds, bad)
-    total = float(seconds.sum())
+        _check_unusual_epochs(runs, bad)
+    total = runs.total_seconds
     if not total <= MAX_SECONDS:
         raise bad("epoch_seconds", f"the epochs last {total:g} s in all; at most {MAX_SECONDS:g}")
     if not _finite(job.weight) or not MIN_WEIGHT <= job.weight <= MAX_WEIGHT:
@@ -232,11 +278,10 @@ def _check_job(job: Job) -> None:
         )
 
 
-def _check_unusual_epochs(
-    seconds: npt.NDArray[np.float64], bad: Callable[[str, str], JobFieldError]
-) -> None:
+def _check_unusual_epochs(runs: EpochRuns, bad: Callable[[str, str], JobFieldError]) -> None:
     """The epoch-duration checks of :func:`_check_job` for durations outside
     ``[MIN_EPOCH_SECONDS, MAX_SECONDS]``."""
+    seconds = runs.seconds
     if not np.isfinite(seconds).all() or (seconds <= 0).any():
         raise bad("epoch_seconds", "every epoch duration must be finite and > 0 seconds")
     if (seconds < MIN_EPOCH_SECONDS).any():
@@ -245,10 +290,88 @@ def _check_unusual_epochs(
             f"every epoch duration must be at least {MIN_EPOCH_SECONDS:g} s (shorter ones make "
             "throughputs overflow)",
         )
-    with np.errstate(over="ignore"):  # an overflowing sum is refused here
-        total = float(np.sum(seconds))
+    total = runs.total_seconds  # an overflowing sum (inf) is refused here
     if not total <= MAX_SECONDS:
         raise bad("epoch_seconds", f"the epochs last {total:g} s in all; at most {MAX_SECONDS:g}")
+
+
+def _runs_of(job: Job, sizes: Any, seconds: Any) -> EpochRuns:
+    """The job's runs from the values given for ``batch_sizes`` and ``epoch_seconds`` (arrays,
+    or the same :class:`EpochRuns` for both). A malformed profile is noted on the job
+    (``_profile_problem``) for :func:`_check_job` to report in its turn, with placeholder runs."""
+    placeholder = _PLACEHOLDER
+    if isinstance(sizes, EpochRuns) or isinstance(seconds, EpochRuns):
+        if sizes is not seconds:
+            raise JobFieldError(
+                job.job_id, "epoch_seconds", "give the same EpochRuns for batch_sizes and for it"
+            )
+        runs: EpochRuns = sizes
+        if runs.num_runs > 1 and not runs.is_canonical():
+            runs = EpochRuns.from_runs(runs.batch_sizes, runs.seconds, runs.counts)
+        if runs.num_runs == 0:
+            job.__dict__["_profile_problem"] = (
+                "batch_sizes",
+                "must be a non-empty 1-D sequence (one entry per epoch)",
+            )
+            return placeholder
+        if runs.num_epochs > MAX_EPOCHS_PER_JOB:
+            raise JobFieldError(
+                job.job_id,
+                "batch_sizes",
+                f"{runs.num_epochs} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}",
+            )
+        return runs
+    bs, bs_counts, size_epochs = _column(job.job_id, "batch_sizes", sizes, "iu", np.int64)
+    secs, secs_counts, second_epochs = _column(
+        job.job_id, "epoch_seconds", seconds, "iuf", np.float64
+    )
+    if bs.ndim != 1 or bs.shape[0] == 0:
+        job.__dict__["_profile_problem"] = (
+            "batch_sizes",
+            "must be a non-empty 1-D sequence (one entry per epoch)",
+        )
+        return placeholder
+    if secs.ndim != 1 or second_epochs != size_epochs:
+        job.__dict__["_profile_problem"] = (
+            "epoch_seconds",
+            f"has {second_epochs} entries but batch_sizes has {size_epochs}",
+        )
+        return placeholder
+    if bs_counts is None and secs_counts is None:
+        return EpochRuns.from_epochs(bs, secs)
+    ones = np.ones(size_epochs, dtype=np.int64)
+    return merge_columns(
+        bs,
+        ones if bs_counts is None else bs_counts,
+        secs,
+        ones if secs_counts is None else secs_counts,
+    )
+
+
+#: The runs a job with a malformed profile holds until :func:`_check_job` refuses it.
+_PLACEHOLDER = EpochRuns.from_runs([1], [1.0], [1])
+
+
+def _column(
+    job_id: object, name: str, values: Any, kinds: str, dtype: type[np.generic]
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64] | None, int]:
+    """A per-epoch field given as an array (counts ``None``) or an :class:`EpochColumn` (its
+    run values and counts), checked as :func:`_as_array` checks an array; and its epochs."""
+    if not isinstance(values, EpochColumn):
+        array = _as_array(job_id, name, values, kinds, dtype)
+        return array, None, int(array.shape[0]) if array.ndim == 1 else int(array.size)
+    counts = _as_array(job_id, name, values.counts, "iu", np.int64)
+    if counts.ndim != 1 or (counts.size and int(counts.min()) < 1):
+        raise JobFieldError(job_id, name, "run counts must be integers >= 1")
+    total = int(counts.sum())
+    if total > MAX_EPOCHS_PER_JOB:
+        raise JobFieldError(
+            job_id, name, f"{total} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}"
+        )
+    runs = _as_array(job_id, name, values.values, kinds, dtype)
+    if runs.shape != counts.shape:
+        raise JobFieldError(job_id, name, f"{runs.size} run values but {counts.size} run counts")
+    return runs, counts, total
 
 
 def _as_array(

@@ -31,6 +31,9 @@ __all__ = [
     "DEFAULT_POLICIES",
     "DEFAULT_SIZES",
     "HEADER",
+    "LARGE_SIZES",
+    "LONG_REPLAY",
+    "Size",
     "fitted_exponents",
     "format_row",
     "one",
@@ -38,8 +41,16 @@ __all__ = [
     "run",
 ]
 
+#: A size: (jobs, GPUs), or (jobs, GPUs, days) for a long, steady arrival process spread over
+#: that many days (``trace generate --days``) instead of the original's contention.
+Size = tuple[int, int] | tuple[int, int, float]
+
 #: (jobs, GPUs) of the full suite (the largest takes minutes and a few GB).
-DEFAULT_SIZES = [(1000, 256), (5000, 1024), (20000, 6500)]
+DEFAULT_SIZES: list[Size] = [(1000, 256), (5000, 1024), (20000, 6500)]
+#: The largest generated cluster (issue 16): 100,000 jobs on 25,000 GPUs.
+LARGE_SIZES: list[Size] = [(100000, 25000)]
+#: The two-month production-scale replay (issue 16): 1,000,000 jobs over 60 days on 6,500 GPUs.
+LONG_REPLAY: list[Size] = [(1000000, 6500, 60.0)]
 #: The policies of the full suite.
 DEFAULT_POLICIES = ["shockwave", "gavel", "themis", "fifo"]
 #: Seed of the generated traces.
@@ -51,14 +62,17 @@ HEADER = (
 )
 
 
-def one(jobs: int, gpus: int, policy: str, mechanics: str) -> dict[str, Any]:
+def one(
+    jobs: int, gpus: int, policy: str, mechanics: str, days: float | None = None
+) -> dict[str, Any]:
     """Generate the trace, simulate it once, return the measurements (runs in a child)."""
     from shockwave.policies import make_policy
     from shockwave.sim import SimulationConfig, simulate
     from shockwave.traces import GeneratorParameters, generate_workload
 
     started = time.perf_counter()
-    workload = generate_workload(GeneratorParameters(jobs=jobs, gpus=gpus, seed=SEED))
+    parameters = GeneratorParameters(jobs=jobs, gpus=gpus, seed=SEED, days=days)
+    workload = generate_workload(parameters)
     generated = time.perf_counter()
     result = simulate(
         workload,
@@ -72,6 +86,8 @@ def one(jobs: int, gpus: int, policy: str, mechanics: str) -> dict[str, Any]:
     return {
         "jobs": jobs,
         "gpus": gpus,
+        "days": days,
+        "offered_load": parameters.offered_load,
         "policy": policy,
         "mechanics": mechanics,
         "generate_seconds": generated - started,
@@ -88,7 +104,7 @@ def one(jobs: int, gpus: int, policy: str, mechanics: str) -> dict[str, Any]:
 
 
 def run(
-    sizes: Sequence[tuple[int, int]],
+    sizes: Sequence[Size],
     policies: Sequence[str],
     mechanics: str = "exact",
     *,
@@ -101,10 +117,13 @@ def run(
         RuntimeError: when a run fails (with its standard error).
     """
     rows: list[dict[str, Any]] = []
-    for jobs, gpus in sizes:
+    for size in sizes:
+        jobs, gpus = size[0], size[1]
         for policy in policies:
             command = [sys.executable, "-m", "shockwave.bench.scale", "--one"]
             command += [str(jobs), str(gpus), policy, mechanics]
+            if len(size) == 3:
+                command += ["--days", repr(float(size[2]))]
             child = subprocess.run(command, capture_output=True, text=True, check=False)
             if child.returncode != 0:
                 raise RuntimeError(
@@ -118,10 +137,12 @@ def run(
 
 def fitted_exponents(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Per policy measured at two sizes or more, the slope of log(simulate seconds) against
-    log(jobs x rounds)."""
+    log(jobs x rounds). Sizes with a steady arrival process (``days``) are left out: their
+    contention differs, so they are not points of the same curve."""
     exponents: dict[str, float] = {}
-    for policy in dict.fromkeys(r["policy"] for r in rows):
-        mine = [r for r in rows if r["policy"] == policy]
+    contended = [r for r in rows if r.get("days") is None]
+    for policy in dict.fromkeys(r["policy"] for r in contended):
+        mine = [r for r in contended if r["policy"] == policy]
         if len({r["jobs"] for r in mine}) < 2:
             continue
         x = np.log([r["jobs"] * r["rounds"] for r in mine])
@@ -132,8 +153,10 @@ def fitted_exponents(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
 
 def format_row(r: dict[str, Any]) -> str:
     """One row of the table."""
+    days = r.get("days")
+    jobs = f"{r['jobs']:,}" if days is None else f"{r['jobs']:,} over {days:g} days"
     return (
-        f"| {r['jobs']:,} | {r['gpus']:,} | {r['policy']} | {r['simulate_seconds']:.1f} | "
+        f"| {jobs} | {r['gpus']:,} | {r['policy']} | {r['simulate_seconds']:.1f} | "
         f"{r['generate_seconds']:.1f} | {r['peak_rss_mb']:,.0f} | {r['rounds']:,} | "
         f"{r['policy_ms_median']:.1f} / {r['policy_ms_max']:.1f} | {r['makespan']:,.0f} | "
         f"{r['avg_jct']:,.0f} | {r['worst_ftf']:.2f} | {100 * r['unfair_fraction']:.1f} |"
@@ -169,11 +192,12 @@ def _child(argv: Sequence[str] | None = None) -> None:
     """``python -m shockwave.bench.scale --one JOBS GPUS POLICY MECHANICS``: one run, as JSON."""
     parser = argparse.ArgumentParser(prog="python -m shockwave.bench.scale")
     parser.add_argument("--one", nargs=4, metavar=("JOBS", "GPUS", "POLICY", "MECHANICS"))
+    parser.add_argument("--days", type=float, default=None)
     args = parser.parse_args(argv)
     if args.one is None:
         parser.error("the scale suite runs from 'shockwave bench scale'")
     jobs, gpus, policy, mechanics = args.one
-    print(json.dumps(one(int(jobs), int(gpus), policy, mechanics)))
+    print(json.dumps(one(int(jobs), int(gpus), policy, mechanics, args.days)))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,9 @@ def register(subparsers: Any) -> None:
     scale.add_argument(
         "--sizes",
         default=None,
-        help="comma-separated JOBS:GPUS pairs (default: 1000:256,5000:1024,20000:6500)",
+        help="comma-separated JOBS:GPUS pairs, or JOBS:GPUS:DAYS for arrivals spread over DAYS "
+        "days (default: 1000:256,5000:1024,20000:6500; issue 16's sizes: 100000:25000 and "
+        "1000000:6500:60)",
     )
     scale.add_argument(
         "--policies", default=None, help="comma-separated policies (default: shockwave,gavel,"
@@ -90,6 +92,29 @@ def _pairs(text: str, option: str) -> list[tuple[int, int]]:
     return [(p[0], p[1]) for p in pairs]
 
 
+def _sizes(text: str, option: str) -> list[Any]:
+    """``JOBS:GPUS`` pairs and ``JOBS:GPUS:DAYS`` triples (DAYS a positive number)."""
+    sizes: list[Any] = []
+    for part in text.split(","):
+        fields = part.split(":")
+        if len(fields) not in (2, 3):
+            raise UsageError(
+                f"{option} {text!r}: expected JOBS:GPUS or JOBS:GPUS:DAYS, got {part!r}"
+            )
+        try:
+            jobs, gpus = int(fields[0]), int(fields[1])
+            days = float(fields[2]) if len(fields) == 3 else None
+        except ValueError:
+            raise UsageError(f"{option} {text!r}: {part!r} is not JOBS:GPUS[:DAYS]") from None
+        if jobs < 1 or gpus < 1 or (days is not None and not 0 < days < float("inf")):
+            raise UsageError(
+                f"{option} {text!r}: jobs and GPUs must be positive integers, days a positive "
+                f"number, got {part!r}"
+            )
+        sizes.append((jobs, gpus) if days is None else (jobs, gpus, days))
+    return sizes
+
+
 def _write(args: argparse.Namespace, document: dict[str, Any], markdown: str) -> None:
     if args.output:
         atomic_write_text(args.output, json.dumps(document, indent=2) + "\n")
@@ -106,7 +131,7 @@ def _scale(args: argparse.Namespace) -> int:
     sizes = QUICK_SCALE_SIZES if args.quick else scale.DEFAULT_SIZES
     policies = QUICK_SCALE_POLICIES if args.quick else scale.DEFAULT_POLICIES
     if args.sizes:
-        sizes = _pairs(args.sizes, "--sizes")
+        sizes = _sizes(args.sizes, "--sizes")
     if args.policies:
         policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     from shockwave.policies import resolve_policy_name

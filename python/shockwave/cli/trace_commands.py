@@ -226,7 +226,11 @@ def _register_generate(commands: Any) -> None:
         "defaults to the original's value. Output: native .jsonl (profiles and throughput "
         "table included, runs in the simulator as is) or the original's 12-field .trace.",
     )  # fmt: skip
-    generate.add_argument("--jobs", type=int, required=True, metavar="N", help="number of jobs")
+    generate.add_argument(
+        "--jobs", type=int, default=None, metavar="N",
+        help="number of jobs (required unless --days and --load are both given: then it "
+        "follows from them)",
+    )  # fmt: skip
     generate.add_argument(
         "--gpus", type=int, required=True, metavar="G",
         help="GPUs of the target cluster: sets the default arrival rate and throughput table, "
@@ -244,6 +248,16 @@ def _register_generate(commands: Any) -> None:
         "--mean-interarrival", type=float, default=None, metavar="SECONDS",
         help="mean time between arrivals (Poisson arrivals), seconds; 0: all arrive at 0 "
         f"(default {ARRIVAL_GPU_SECONDS:g} / G, the contention of the original traces)",
+    )  # fmt: skip
+    generate.add_argument(
+        "--days", type=float, default=None, metavar="D",
+        help="a long, steady arrival process: Poisson arrivals spread over about D days "
+        "(mean inter-arrival D * 86400 / N s)",
+    )  # fmt: skip
+    generate.add_argument(
+        "--load", type=float, default=None, metavar="L",
+        help="offered load: the jobs ask for a share L of the cluster's GPU-time (nominal "
+        "durations, before adaptation); with --days, the number of jobs follows",
     )  # fmt: skip
     generate.add_argument(
         "--min-duration-hours", type=float, default=defaults["min_duration_hours"],
@@ -326,6 +340,20 @@ def _generate(args: argparse.Namespace) -> int:
             values[name] = numbers
     if args.templates is not None:
         values["templates"] = parse_templates(args.templates)
+    if values["jobs"] is None:
+        if args.days is None or args.load is None:
+            raise GeneratorParameterError(
+                "jobs", "required, unless --days and --load are both given (then it follows)"
+            )
+        # each on its own first, so that an invalid one is named
+        GeneratorParameters(**{**values, "jobs": 1, "load": None})
+        probe = GeneratorParameters(**{**values, "jobs": 1, "days": None})
+        jobs = probe.jobs_for(args.days, args.load)
+        values["jobs"] = jobs
+        if jobs < 1:
+            raise GeneratorParameterError(
+                "load", f"{args.load:g} over {args.days:g} days makes no job; raise it"
+            )
     parameters = GeneratorParameters(**values)
     check_outputs({"--output": args.output})
     try:
@@ -337,6 +365,7 @@ def _generate(args: argparse.Namespace) -> int:
         ) from None
     print(
         f"wrote {jobs} jobs to {args.output} (seed {parameters.seed}, mean inter-arrival "
-        f"{parameters.effective_mean_interarrival:g} s, throughputs {parameters.throughputs_label})"
+        f"{parameters.effective_mean_interarrival:g} s, nominal offered load "
+        f"{parameters.offered_load:.3g}, throughputs {parameters.throughputs_label})"
     )
     return 0

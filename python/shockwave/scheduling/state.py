@@ -58,7 +58,15 @@ class SampleLog:
 
     def __init__(self, position: IntArray) -> None:
         jobs = position.shape[0]
-        self._rows: list[list[tuple[int, float, int]]] = [[] for _ in range(jobs)]
+        # Every sample in flat arrays (capacity grown by doubling), each job's samples chained
+        # from its latest backwards (``_previous``, -1 ends the chain): no Python object per
+        # sample, so a long simulation's log stays small.
+        self._size = 0
+        self._round = np.zeros(0, dtype=np.int64)
+        self._rate = np.zeros(0, dtype=np.float64)
+        self._batch = np.zeros(0, dtype=np.int64)
+        self._previous = np.zeros(0, dtype=np.int64)
+        self._latest = np.full(jobs, -1, dtype=np.int64)
         self._internal = np.empty(jobs, dtype=np.int64)
         self._internal[position] = np.arange(jobs, dtype=np.int64)
         #: the latest sample of each internal job (round -1: none yet)
@@ -66,14 +74,31 @@ class SampleLog:
         self.last_rate = np.zeros(jobs, dtype=np.float64)
         self.last_batch_size = np.zeros(jobs, dtype=np.int64)
 
+    def _reserve(self, extra: int) -> None:
+        needed = self._size + extra
+        if needed <= self._round.shape[0]:
+            return
+        capacity = max(needed, 2 * self._round.shape[0], 1024)
+        for name in ("_round", "_rate", "_batch", "_previous"):
+            old = getattr(self, name)
+            grown = np.empty(capacity, dtype=old.dtype)
+            grown[: self._size] = old[: self._size]
+            setattr(self, name, grown)
+
     def record(
         self, jobs: IntArray, round_index: int, steps_per_second: FloatArray, batch_size: IntArray
     ) -> None:
-        """Record one run of each internal job in ``jobs``, ending at boundary ``round_index``."""
-        for job, rate, size in zip(
-            jobs.tolist(), steps_per_second.tolist(), batch_size.tolist(), strict=True
-        ):
-            self._rows[job].append((round_index, rate, size))
+        """Record one run of each internal job in ``jobs`` (distinct), ending at boundary
+        ``round_index``."""
+        count = int(jobs.shape[0])
+        self._reserve(count)
+        new = slice(self._size, self._size + count)
+        self._round[new] = round_index
+        self._rate[new] = steps_per_second
+        self._batch[new] = batch_size
+        self._previous[new] = self._latest[jobs]
+        self._latest[jobs] = np.arange(self._size, self._size + count, dtype=np.int64)
+        self._size += count
         self.last_round[jobs] = round_index
         self.last_rate[jobs] = steps_per_second
         self.last_batch_size[jobs] = batch_size
@@ -81,16 +106,23 @@ class SampleLog:
     def of_position(self, position: int, through_round: int) -> ThroughputSamples:
         """The samples of the job at ``position`` in the workload, up to boundary
         ``through_round`` (a snapshot taken then must not see later rounds)."""
-        rows = [r for r in self._rows[int(self._internal[position])] if r[0] <= through_round]
-        if not rows:
-            empty = np.zeros(0, dtype=np.int64)
-            return ThroughputSamples(empty, np.zeros(0, dtype=np.float64), empty.copy())
-        rounds, rates, sizes = zip(*rows, strict=True)
+        chain: list[int] = []
+        sample = int(self._latest[int(self._internal[position])])
+        while sample >= 0:
+            chain.append(sample)
+            sample = int(self._previous[sample])
+        rows = np.array(chain[::-1], dtype=np.int64)
+        rows = rows[self._round[rows] <= through_round]
         return ThroughputSamples(
-            np.array(rounds, dtype=np.int64),
-            np.array(rates, dtype=np.float64),
-            np.array(sizes, dtype=np.int64),
+            self._round[rows].copy(), self._rate[rows].copy(), self._batch[rows].copy()
         )
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the spare capacity."""
+        state = dict(self.__dict__)
+        for name in ("_round", "_rate", "_batch", "_previous"):
+            state[name] = state[name][: self._size].copy()
+        return state
 
 
 @dataclass(frozen=True, eq=False)

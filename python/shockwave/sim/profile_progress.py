@@ -17,6 +17,7 @@ and one correction pass on the exact (unshifted) values removes any rounding in 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,22 +35,24 @@ def iterations_per_epoch(job: Job) -> npt.NDArray[np.int64]:
     The samples per epoch come from the job, else from the model's dataset (catalog); a job of an
     unknown model without them counts one iteration per epoch.
     """
+    return np.repeat(_run_iterations(job), job.runs.counts)
+
+
+def _run_iterations(job: Job) -> npt.NDArray[np.int64]:
+    """Iterations of one epoch of each of the job's runs (see :func:`iterations_per_epoch`)."""
+    samples = _samples_per_epoch(job)
+    sizes = job.runs.batch_sizes
+    if samples <= 0:
+        return np.ones(sizes.shape[0], dtype=np.int64)
+    return -(-samples // sizes)
+
+
+def _samples_per_epoch(job: Job) -> int:
+    """The job's samples per epoch, else its model's (catalog); 0 when unknown."""
     samples = job.samples_per_epoch
     if samples is None and job.model in MODEL_FAMILIES:
         samples = MODEL_FAMILIES[job.model].samples_per_epoch
-    if samples is None:
-        return np.ones(job.num_epochs, dtype=np.int64)
-    return -(-samples // job.batch_sizes)
-
-
-def _segments(job: Job) -> tuple[IntArray, IntArray]:
-    """First epoch and length of each run of identical epochs (same duration and batch size)."""
-    seconds = job.epoch_seconds
-    sizes = job.batch_sizes
-    change = np.flatnonzero((seconds[1:] != seconds[:-1]) | (sizes[1:] != sizes[:-1])) + 1
-    first = np.concatenate(([0], change)).astype(np.int64)
-    counts = np.diff(np.concatenate((first, [seconds.shape[0]]))).astype(np.int64)
-    return first, counts
+    return 0 if samples is None else int(samples)
 
 
 class ProfileProgress:
@@ -63,34 +66,42 @@ class ProfileProgress:
 
     def __init__(self, jobs: Sequence[Job]) -> None:
         n = len(jobs)
-        self.epochs = np.array([j.num_epochs for j in jobs], dtype=np.int64)
-        columns: list[list[npt.NDArray[np.generic]]] = [[] for _ in range(7)]
-        totals = np.empty(n, dtype=np.float64)
-        for position, job in enumerate(jobs):
-            first, counts = _segments(job)
-            duration = job.epoch_seconds[first]
-            iterations = iterations_per_epoch(job)[first].astype(np.float64)
-            # seconds before each segment: the profile's own running sum at its first epoch
-            running = np.cumsum(job.epoch_seconds)
-            totals[position] = running[-1]
-            before = np.concatenate(([0.0], running[first[1:] - 1]))
-            done = np.concatenate(([0.0], np.cumsum(iterations * counts)[:-1]))
-            for column, values in zip(
-                columns,
-                (first, counts, duration, job.batch_sizes[first], iterations, before, done),
-                strict=True,
-            ):
-                column.append(values)
-        flat = [np.concatenate(c) if c else np.zeros(0) for c in columns]
-        self.segments = np.array([len(c) for c in columns[0]], dtype=np.int64)
+        # The segments are the profiles' runs, as the jobs hold them (run-length encoded);
+        # everything below is vectorised over all jobs' runs at once.
+        runs = [job.runs for job in jobs]
+        self.epochs = np.array([r.num_epochs for r in runs], dtype=np.int64)
+        self.segments = np.array([r.num_runs for r in runs], dtype=np.int64)
         self.segment_start = np.concatenate(([0], np.cumsum(self.segments)[:-1])).astype(np.int64)
-        self.first_epoch = flat[0].astype(np.int64)
-        self.count = flat[1].astype(np.int64)
-        self.duration = flat[2].astype(np.float64)
-        self.batch_size = flat[3].astype(np.int64)
-        self.iterations = flat[4].astype(np.float64)
-        self.seconds_before = flat[5].astype(np.float64)
-        self.iterations_before = flat[6].astype(np.float64)
+        owner_index = np.repeat(np.arange(n, dtype=np.int64), self.segments)
+        start_of_owner = self.segment_start[owner_index]
+
+        def flat(values: list[npt.NDArray[Any]], dtype: type[np.generic]) -> npt.NDArray[Any]:
+            return np.concatenate(values).astype(dtype) if values else np.zeros(0, dtype=dtype)
+
+        self.count: IntArray = flat([r.counts for r in runs], np.int64)
+        self.duration: FloatArray = flat([r.seconds for r in runs], np.float64)
+        self.batch_size: IntArray = flat([r.batch_sizes for r in runs], np.int64)
+        running = flat([r.running_seconds for r in runs], np.float64)
+        # epochs, and iterations (exact integers), before each segment within its job
+        epochs_through = np.cumsum(self.count)
+        self.first_epoch: IntArray = (
+            (epochs_through - self.count)
+            - (epochs_through[start_of_owner] - self.count[start_of_owner])
+        ).astype(np.int64)
+        samples = np.array([_samples_per_epoch(job) for job in jobs], dtype=np.int64)
+        per_segment = samples[owner_index]
+        whole = np.where(per_segment > 0, -(-per_segment // np.maximum(self.batch_size, 1)), 1)
+        self.iterations: FloatArray = whole.astype(np.float64)
+        done_through = np.cumsum(whole * self.count)
+        self.iterations_before: FloatArray = (
+            (done_through - whole * self.count)
+            - (done_through[start_of_owner] - (whole * self.count)[start_of_owner])
+        ).astype(np.float64)
+        # seconds before each segment: the profile's own running sum at its first epoch
+        self.seconds_before = np.zeros(running.shape[0], dtype=np.float64)
+        inner = np.flatnonzero(np.arange(running.shape[0]) != start_of_owner)
+        self.seconds_before[inner] = running[inner - 1]
+        totals = np.array([r.total_seconds for r in runs], dtype=np.float64)
         self.total_seconds = totals
         last = self.segment_start + self.segments - 1
         self.total_iterations = (

@@ -30,6 +30,7 @@ import numpy.typing as npt
 from shockwave.arguments import is_integer, is_number
 from shockwave.catalog import MODEL_FAMILIES, ORIGINAL_JOB_TEMPLATES, JobTemplate
 from shockwave.errors import TraceError
+from shockwave.limits import MAX_SECONDS
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces.gavel_format import load_throughputs
 
@@ -49,6 +50,9 @@ DURATION_GRIDS: tuple[DurationGrid, ...] = ("linear", "geometric", "logspace")
 
 #: Largest seed: numpy's legacy generator takes seeds below 2**32.
 MAX_SEED = 2**32 - 1
+
+#: Seconds in a day (``days``).
+SECONDS_PER_DAY = 86400.0
 
 #: How far a probability mix may sum from 1 (the original's tolerance); the last entry takes the
 #: remainder.
@@ -136,6 +140,14 @@ class GeneratorParameters:
         high_priority_fraction: share of jobs given ``high_priority_weight`` (the original's
             ``--generate-multi-priority-jobs`` is 0.2 with weight 5); 0 draws no priorities.
         high_priority_weight: priority weight of those jobs, > 0.
+        days: a long, steady arrival process: the Poisson arrivals spread over about this many
+            days (mean inter-arrival ``days * 86400 / jobs``). ``None``: not used.
+        load: the offered load, the share of the cluster's GPU-time the jobs ask for: mean
+            inter-arrival ``E[w d] / (load * gpus)``, with ``E[w d]`` the expected nominal
+            exclusive GPU-seconds of one job (:meth:`expected_job_gpu_seconds`: durations as
+            drawn, before adaptation, which shortens most adaptive jobs). With ``days`` too, the
+            number of jobs follows (:meth:`jobs_for`) and ``jobs`` must equal it. ``None``: not
+            used. Neither may be combined with ``mean_interarrival``.
     """
 
     jobs: int
@@ -157,6 +169,8 @@ class GeneratorParameters:
     throughputs: ThroughputTable | str | PathLike[str] | None = None
     high_priority_fraction: float = 0.0
     high_priority_weight: float = 5.0
+    days: float | None = None
+    load: float | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -176,10 +190,43 @@ class GeneratorParameters:
 
     @property
     def effective_mean_interarrival(self) -> float:
-        """The mean inter-arrival time in use, seconds (the default if none was given)."""
+        """The mean inter-arrival time in use, seconds: from ``days``, else from ``load``, else
+        ``mean_interarrival``, else the default."""
+        if self.days is not None:
+            return float(self.days) * SECONDS_PER_DAY / self.jobs
+        if self.load is not None:
+            return self.expected_job_gpu_seconds() / (float(self.load) * self.gpus)
         if self.mean_interarrival is None:
             return default_mean_interarrival(self.gpus)
         return float(self.mean_interarrival)
+
+    def expected_job_gpu_seconds(self) -> float:
+        """Expected nominal exclusive GPU-seconds of one drawn job: its expected gang size times
+        its expected nominal duration (drawn independently), seconds. Nominal: the duration as
+        drawn, before adaptation changes the batch size (the profiles of adaptive jobs are
+        usually shorter)."""
+        grid = self.duration_grid_hours()
+        duration = 0.0
+        for (start, stop), q in zip(self.duration_buckets(), self.duration_bucket_mix, strict=True):
+            if q > 0 and stop > start:
+                duration += q * float(np.mean(np.round(3600.0 * grid[start:stop])))
+        spread = sum(w * q for w, q in zip(self.gang_sizes, self.gang_size_mix, strict=True))
+        gang = float(np.mean([spread if t.launch.distributed else 1.0 for t in self.templates]))
+        return gang * duration
+
+    @property
+    def offered_load(self) -> float:
+        """The nominal offered load: expected GPU-seconds asked per second over the cluster's
+        GPUs (``inf`` when every job arrives at 0)."""
+        gap = self.effective_mean_interarrival
+        if gap <= 0:
+            return math.inf
+        return self.expected_job_gpu_seconds() / (gap * self.gpus)
+
+    def jobs_for(self, days: float, load: float) -> int:
+        """The number of jobs that offers ``load`` over ``days`` days (rounded, at least 0)."""
+        work = float(load) * self.gpus * float(days) * SECONDS_PER_DAY
+        return max(0, round(work / self.expected_job_gpu_seconds()))
 
     @property
     def throughputs_label(self) -> str:
@@ -390,6 +437,34 @@ def _check_parameters(p: GeneratorParameters) -> None:
             "high_priority_fraction", f"must be <= 1, got {p.high_priority_fraction!r}"
         )
     _check_real("high_priority_weight", p.high_priority_weight, low=0.0, strict=True)
+    _check_steady_arrivals(p)
+
+
+def _check_steady_arrivals(p: GeneratorParameters) -> None:
+    """The checks of ``days`` and ``load`` (see :class:`GeneratorParameters`)."""
+    if p.days is not None:
+        _check_real("days", p.days, low=0.0, strict=True)
+        if p.days * SECONDS_PER_DAY > MAX_SECONDS:
+            raise GeneratorParameterError(
+                "days", f"arrivals must end within {MAX_SECONDS:g} s, got {p.days!r} days"
+            )
+    if p.load is not None:
+        _check_real("load", p.load, low=0.0, strict=True)
+    if p.mean_interarrival is not None and (p.days is not None or p.load is not None):
+        given = "--days" if p.days is not None else "--load"
+        raise GeneratorParameterError(
+            "mean_interarrival",
+            f"sets the arrival rate, as {given} does: give one or the other",
+        )
+    if p.days is not None and p.load is not None:
+        jobs = p.jobs_for(p.days, p.load)
+        if jobs != p.jobs:
+            raise GeneratorParameterError(
+                "jobs",
+                f"--days {p.days:g} at --load {p.load:g} on {p.gpus} GPUs means {jobs} jobs "
+                f"(expected {p.expected_job_gpu_seconds():.6g} GPU-seconds each), not "
+                f"{p.jobs}: give {jobs}, or leave --jobs out",
+            )
 
 
 def _check_int(name: str, value: object, *, low: int, high: int | None = None) -> None:

@@ -77,6 +77,7 @@ import numpy.typing as npt
 
 from shockwave.arguments import is_integer
 from shockwave.atomic import atomic_writer
+from shockwave.epoch_runs import EpochColumn
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.job.spec import RunSpec
 from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
@@ -164,6 +165,14 @@ def encode_epochs(values: npt.NDArray[Any]) -> list[Any] | dict[str, list[list[A
 
 def decode_epochs(value: Any, name: str) -> list[Any] | npt.NDArray[Any]:
     """Inverse of :func:`encode_epochs`; raises ``ValueError`` naming the problem."""
+    column = decode_epoch_column(value, name)
+    return column.expand() if isinstance(column, EpochColumn) else column
+
+
+def decode_epoch_column(value: Any, name: str) -> list[Any] | EpochColumn:
+    """:func:`decode_epochs` without expanding the run-length form: a plain list as is, runs as
+    an :class:`~shockwave.epoch_runs.EpochColumn` (what :class:`~shockwave.workload.Job`
+    takes without expanding it). Raises ``ValueError`` naming the problem."""
     if isinstance(value, list):
         return value
     if not isinstance(value, dict) or set(value) != {"runs"} or not isinstance(value["runs"], list):
@@ -174,14 +183,15 @@ def decode_epochs(value: Any, name: str) -> list[Any] | npt.NDArray[Any]:
     counts = [run[1] for run in runs]
     if any(not is_integer(c, numpy=False) or c < 1 for c in counts):
         raise ValueError("run counts must be integers >= 1")
-    if sum(counts) > MAX_EPOCHS_PER_JOB:
+    total = sum(counts)
+    if total > MAX_EPOCHS_PER_JOB:
         raise ValueError(
-            f"run counts sum to {sum(counts)} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}"
+            f"run counts sum to {total} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}"
         )
     values = [run[0] for run in runs]
     if any(isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT64_MAX for v in values):
         raise ValueError("run values must fit in a signed 64-bit integer")
-    return np.repeat(np.asarray(values), counts)
+    return EpochColumn(np.asarray(values), np.asarray(counts, dtype=np.int64), total)
 
 
 def write_native(workload: Workload, path: str | PathLike[str]) -> None:
@@ -399,12 +409,13 @@ def _record_to_job(
     arrays: dict[str, Any] = {}
     for key in ("batch_sizes", "epoch_seconds"):
         try:
-            value = arrays[key] = decode_epochs(obj[key], key)
+            value = arrays[key] = decode_epoch_column(obj[key], key)
         except ValueError as exc:
             raise TraceError(str(exc), path=path, line=number, field=key) from None
-        if isinstance(epochs, int) and len(value) != epochs:
+        length = value.num_epochs if isinstance(value, EpochColumn) else len(value)
+        if isinstance(epochs, int) and length != epochs:
             raise TraceError(
-                f"has {len(value)} entries but 'epochs' is {epochs}",
+                f"has {length} entries but 'epochs' is {epochs}",
                 path=path, line=number, field=key,
             )  # fmt: skip
     if not is_integer(epochs, numpy=False) or epochs < 1:

@@ -323,7 +323,7 @@ proptest! {
         for step in steps {
             match step {
                 Step::Add { id, batch, seconds } => {
-                    let spec = JobSpec { batch_sizes: &batch, epoch_seconds: &seconds, extra_regimes: &[], samples_per_epoch: Some(5e4) };
+                    let spec = JobSpec { batch_sizes: &batch, epoch_seconds: &seconds, epoch_counts: None, extra_regimes: &[], samples_per_epoch: Some(5e4) };
                     let _ = models.add(id, &spec);
                 }
                 Step::Remove(id) => { let _ = models.remove(id); }
@@ -357,7 +357,7 @@ proptest! {
     #[test]
     fn state_bytes_are_validated(flip in any::<usize>(), value in any::<u8>(), cut in any::<usize>(), noise in prop::collection::vec(any::<u8>(), 0..200)) {
         let mut models = JobModels::new(ModelSettings::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let spec = JobSpec { batch_sizes: &[32, 32, 64], epoch_seconds: &[10.0, 10.0, 6.0], extra_regimes: &[(128, 4.0)], samples_per_epoch: None };
+        let spec = JobSpec { batch_sizes: &[32, 32, 64], epoch_seconds: &[10.0, 10.0, 6.0], epoch_counts: None, extra_regimes: &[(128, 4.0)], samples_per_epoch: None };
         models.add(7, &spec).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let bytes = models.to_bytes();
         let mut mutated = bytes.clone();

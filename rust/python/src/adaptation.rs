@@ -14,7 +14,7 @@ use shockwave_core::adaptation::{
 };
 
 use crate::convert::{frozen_matrix, frozen_vector, same_length, to_vec};
-use crate::errors::input_error;
+use crate::errors::{input_error, BindingResult};
 use crate::guarded;
 
 /// Settings of the adaptation model shared by all jobs (see `shockwave.adaptation.JobModels`
@@ -303,8 +303,9 @@ impl PyJobModels {
 
     #[pyo3(signature = (
         job_id, batch_sizes, epoch_seconds, extra_batch_sizes, extra_epoch_seconds,
-        samples_per_epoch = None,
+        samples_per_epoch = None, epoch_counts = None,
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn add(
         &mut self,
         job_id: i64,
@@ -313,6 +314,7 @@ impl PyJobModels {
         extra_batch_sizes: PyReadonlyArray1<'_, i64>,
         extra_epoch_seconds: PyReadonlyArray1<'_, f64>,
         samples_per_epoch: Option<f64>,
+        epoch_counts: Option<PyReadonlyArray1<'_, i64>>,
     ) -> PyResult<()> {
         guarded(|| {
             let extra_bs = to_vec(&extra_batch_sizes);
@@ -326,9 +328,26 @@ impl PyJobModels {
             let extra: Vec<(i64, f64)> = extra_bs.into_iter().zip(extra_s).collect();
             let bs = to_vec(&batch_sizes);
             let secs = to_vec(&epoch_seconds);
+            let counts: Option<Vec<u64>> = match &epoch_counts {
+                Some(counts) => Some(
+                    to_vec(counts)
+                        .into_iter()
+                        .map(|c| {
+                            u64::try_from(c).map_err(|_| {
+                                input_error(
+                                    "epoch_counts",
+                                    format!("run count {c} is negative; counts must be >= 1"),
+                                )
+                            })
+                        })
+                        .collect::<BindingResult<Vec<u64>>>()?,
+                ),
+                None => None,
+            };
             let spec = JobSpec {
                 batch_sizes: &bs,
                 epoch_seconds: &secs,
+                epoch_counts: counts.as_deref(),
                 extra_regimes: &extra,
                 samples_per_epoch,
             };

@@ -123,7 +123,12 @@ class Shockwave(RoundPolicy):
     _targets: FinishTimeTargets | None = field(default=None, init=False, repr=False)
     _plan: Plan | None = field(default=None, init=False, repr=False)
     _owed: FloatArray = field(default_factory=lambda: np.zeros(0), init=False, repr=False)
-    _known: set[int] = field(default_factory=set, init=False, repr=False)
+    #: the jobs the adaptation model holds: job id -> position in the workload
+    _known: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    #: the same, as a mask over the workload's positions (a vectorised membership test)
+    _known_mask: npt.NDArray[np.bool_] = field(
+        default_factory=lambda: np.zeros(0, dtype=bool), init=False, repr=False
+    )
     _set_changed: bool = field(default=True, init=False, repr=False)
     stats: PlanningStats = field(default_factory=lambda: PlanningStats(), init=False, repr=False)
 
@@ -195,7 +200,8 @@ class Shockwave(RoundPolicy):
         self._targets = None
         self._plan = None
         self._owed = np.zeros(0)
-        self._known = set()
+        self._known = {}
+        self._known_mask = np.zeros(0, dtype=bool)
         self._set_changed = True
         self.stats = PlanningStats()
 
@@ -223,16 +229,20 @@ class Shockwave(RoundPolicy):
             self._models = JobModels(self.estimator)
             self._targets = FinishTimeTargets(len(state.workload), self.fairness_clock)
             self._owed = np.zeros(len(state.workload))
+            self._known_mask = np.zeros(len(state.workload), dtype=bool)
         models = self._models
+        known, mask = self._known, self._known_mask
         for job_id in state.completed.tolist():
-            if job_id in self._known:
+            if job_id in known:
                 models.remove(job_id)
-                self._known.discard(job_id)
+                mask[known.pop(job_id)] = False
         throughputs = state.workload.throughputs if state.mechanics == "gavel" else None
-        for index in np.flatnonzero(~np.isin(state.job_ids, list(self._known))).tolist():
+        for index in np.flatnonzero(~mask[state.positions]).tolist():
             job = state.job(index)
             models.add_job(job, throughputs=throughputs)
-            self._known.add(int(job.job_id))
+            position = int(state.positions[index])
+            known[int(job.job_id)] = position
+            mask[position] = True
         if state.arrived.shape[0] or state.completed.shape[0]:
             self._set_changed = True
         if state.num_active == 0:

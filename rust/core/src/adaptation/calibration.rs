@@ -176,7 +176,7 @@ mod tests {
 
     fn profile(seconds: &[f64]) -> Result<Profile, AdaptationError> {
         let bs = vec![32; seconds.len()];
-        Ok(Profile::build(&bs, seconds, &[])?.0)
+        Ok(Profile::build(&bs, seconds, None, &[])?.0)
     }
 
     #[test]

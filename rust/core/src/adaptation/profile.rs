@@ -111,10 +111,15 @@ impl Profile {
     /// Build the profile and the regimes from per-epoch batch sizes and durations, plus extra
     /// candidate regimes `(batch size, seconds)` not in the profile.
     ///
-    /// Errors name `batch_sizes`, `epoch_seconds` or `extra_regimes`.
+    /// With `counts`, the profile is given run-length encoded: entry `k` of `batch_sizes` and
+    /// `epoch_seconds` stands for `counts[k]` consecutive epochs (each >= 1). The result is bit
+    /// for bit the one of the expanded arrays (sums are still taken epoch by epoch).
+    ///
+    /// Errors name `batch_sizes`, `epoch_seconds`, `epoch_counts` or `extra_regimes`.
     pub fn build(
         batch_sizes: &[i64],
         epoch_seconds: &[f64],
+        counts: Option<&[u64]>,
         extra_regimes: &[(i64, f64)],
     ) -> Result<(Self, Vec<Regime>), AdaptationError> {
         if batch_sizes.is_empty() {
@@ -133,40 +138,87 @@ impl Profile {
                 ),
             ));
         }
-        if let Some((epoch, bs)) = batch_sizes.iter().enumerate().find(|(_, &bs)| bs < 1) {
+        if let Some(counts) = counts {
+            if counts.len() != batch_sizes.len() {
+                return Err(AdaptationError::new(
+                    "epoch_counts",
+                    format!(
+                        "has {} entries but batch_sizes has {}",
+                        counts.len(),
+                        batch_sizes.len()
+                    ),
+                ));
+            }
+            if let Some(k) = counts.iter().position(|&c| c == 0) {
+                return Err(AdaptationError::new(
+                    "epoch_counts",
+                    format!("run {k} has 0 epochs; every run has at least one"),
+                ));
+            }
+        }
+        let count_of = |k: usize| counts.and_then(|c| c.get(k).copied()).unwrap_or(1);
+        // first epoch of entry k
+        let mut starts: Vec<u64> = Vec::with_capacity(batch_sizes.len());
+        let mut total_epochs: u64 = 0;
+        for k in 0..batch_sizes.len() {
+            starts.push(total_epochs);
+            total_epochs = total_epochs.checked_add(count_of(k)).ok_or_else(|| {
+                AdaptationError::new("epoch_counts", "the runs' epochs overflow 64 bits")
+            })?;
+        }
+        if let Some((k, bs)) = batch_sizes.iter().enumerate().find(|(_, &bs)| bs < 1) {
+            let epoch = starts.get(k).copied().unwrap_or(0);
             return Err(AdaptationError::new(
                 "batch_sizes",
                 format!("epoch {epoch} has batch size {bs}; batch sizes must be >= 1"),
             ));
         }
-        if let Some((epoch, s)) = epoch_seconds
+        if let Some((k, s)) = epoch_seconds
             .iter()
             .enumerate()
             .find(|(_, s)| !s.is_finite() || **s <= 0.0)
         {
+            let epoch = starts.get(k).copied().unwrap_or(0);
             return Err(AdaptationError::new(
                 "epoch_seconds",
                 format!("epoch {epoch} lasts {s} s; durations must be finite and > 0"),
             ));
         }
-        let total: f64 = epoch_seconds.iter().sum();
+        let mut total = 0.0_f64;
+        'sum: for (k, &s) in epoch_seconds.iter().enumerate() {
+            for _ in 0..count_of(k) {
+                total += s;
+                if !total.is_finite() {
+                    break 'sum;
+                }
+            }
+        }
         if !total.is_finite() {
             return Err(AdaptationError::new(
                 "epoch_seconds",
                 "the epochs' total duration overflows double precision",
             ));
         }
-        // Per distinct batch size: (epochs, sum of seconds, sum of rounded seconds).
+        // Per distinct batch size: (epochs, sum of seconds, sum of rounded seconds), summed
+        // epoch by epoch.
         let mut sums: Vec<(u64, u64, f64, f64)> = Vec::new();
-        for (&bs, &s) in batch_sizes.iter().zip(epoch_seconds) {
+        for (k, (&bs, &s)) in batch_sizes.iter().zip(epoch_seconds).enumerate() {
             let bs = bs.unsigned_abs();
-            match sums.iter_mut().find(|entry| entry.0 == bs) {
-                Some(entry) => {
+            let rounded = rounded_seconds(s);
+            let position = match sums.iter().position(|entry| entry.0 == bs) {
+                Some(position) => position,
+                None => {
+                    sums.push((bs, 0, 0.0, 0.0));
+                    sums.len() - 1
+                }
+            };
+            if let Some(entry) = sums.get_mut(position) {
+                // epoch by epoch, as the expanded profile is summed (0.0 + s is exactly s)
+                for _ in 0..count_of(k) {
                     entry.1 += 1;
                     entry.2 += s;
-                    entry.3 += rounded_seconds(s);
+                    entry.3 += rounded;
                 }
-                None => sums.push((bs, 1, s, rounded_seconds(s))),
             }
             if sums.len() > MAX_REGIMES {
                 break;
@@ -199,22 +251,22 @@ impl Profile {
         }
         let regimes = regimes_from_entries(entries, "batch_sizes")?;
         let mut runs: Vec<Run> = Vec::new();
-        for (&bs, &s) in batch_sizes.iter().zip(epoch_seconds) {
+        for (k, (&bs, &s)) in batch_sizes.iter().zip(epoch_seconds).enumerate() {
             let regime = regime_index(&regimes, bs.unsigned_abs())
                 .ok_or_else(|| AdaptationError::new("batch_sizes", "internal regime lookup"))?;
+            let epochs = count_of(k);
             match runs.last_mut() {
                 Some(run) if run.regime == regime && run.seconds.to_bits() == s.to_bits() => {
-                    run.epochs += 1;
+                    run.epochs += epochs;
                 }
                 _ => runs.push(Run {
                     regime,
-                    epochs: 1,
+                    epochs,
                     seconds: s,
                     rounded: rounded_seconds(s),
                 }),
             }
         }
-        let total_epochs = batch_sizes.len() as u64;
         Ok((Self { runs, total_epochs }, regimes))
     }
 
@@ -287,8 +339,17 @@ mod tests {
         let (profile, regimes) = Profile::build(
             &[32, 32, 64, 64, 64, 32],
             &[10.0, 10.0, 6.0, 6.0, 6.0, 10.0],
+            None,
             &[(128, 4.0)],
         )?;
+        let (runs, same_regimes) = Profile::build(
+            &[32, 32, 64, 32],
+            &[10.0, 10.0, 6.0, 10.0],
+            Some(&[1, 1, 3, 1]),
+            &[(128, 4.0)],
+        )?;
+        assert_eq!(runs, profile);
+        assert_eq!(same_regimes, regimes);
         let sizes: Vec<u64> = regimes.iter().map(|r| r.batch_size).collect();
         let must: Vec<bool> = regimes.iter().map(|r| r.must_visit).collect();
         assert_eq!(sizes, vec![32, 64, 128]);
@@ -304,11 +365,13 @@ mod tests {
 
     #[test]
     fn bad_profiles_name_the_field() {
-        let err = Profile::build(&[], &[], &[]).err();
+        let err = Profile::build(&[], &[], None, &[]).err();
         assert_eq!(err.map(|e| e.argument), Some("batch_sizes".to_string()));
-        let err = Profile::build(&[32], &[f64::NAN], &[]).err();
+        let err = Profile::build(&[32], &[f64::NAN], None, &[]).err();
         assert_eq!(err.map(|e| e.argument), Some("epoch_seconds".to_string()));
-        let err = Profile::build(&[32], &[1.0], &[(32, 2.0)]).err();
+        let err = Profile::build(&[32], &[1.0], Some(&[0]), &[]).err();
+        assert_eq!(err.map(|e| e.argument), Some("epoch_counts".to_string()));
+        let err = Profile::build(&[32], &[1.0], None, &[(32, 2.0)]).err();
         assert_eq!(err.map(|e| e.argument), Some("extra_regimes".to_string()));
     }
 }

@@ -22,6 +22,17 @@ use super::MarketError;
 /// Jobs owed no more than this many rounds are not scheduled by the plan-following pass.
 const OWED_TOLERANCE: f64 = 1e-9;
 
+/// Entries sorted beyond the most that can still fit, per chunk of the plan-following pass.
+const CHUNK_MARGIN: usize = 256;
+
+/// The plan-following order of queue entries `(owed, share of the round, job)`: most owed first,
+/// then the larger share, then the lower job index.
+fn most_owed_first(a: &(f64, f64, usize), b: &(f64, f64, usize)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0)
+        .then(b.1.total_cmp(&a.1))
+        .then(a.2.cmp(&b.2))
+}
+
 /// Inputs of [`round_schedule`]; matrices are row-major `jobs x rounds`.
 #[derive(Clone, Copy, Debug)]
 pub struct RoundingInput<'a> {
@@ -147,33 +158,53 @@ pub fn round_schedule(input: &RoundingInput<'_>) -> Result<Vec<bool>, MarketErro
         Some(deficit) => deficit.to_vec(),
         None => vec![0.0; jobs],
     };
-    let mut queue: Vec<usize> = Vec::with_capacity(jobs);
+    // (owed, share of the round, job): the sort keys read once, not in every comparison
+    let mut queue: Vec<(f64, f64, usize)> = Vec::with_capacity(jobs);
     for t in 0..rounds {
         let supply = input.supply[t];
         queue.clear();
         for i in 0..jobs {
-            owed[i] += input.shares[i * rounds + t];
+            let share = input.shares[i * rounds + t];
+            owed[i] += share;
             if owed[i] > OWED_TOLERANCE && f64::from(input.gang_sizes[i]) <= supply {
-                queue.push(i);
+                queue.push((owed[i], share, i));
             }
         }
-        queue.sort_by(|&i, &j| {
-            owed[j]
-                .total_cmp(&owed[i])
-                .then(input.shares[j * rounds + t].total_cmp(&input.shares[i * rounds + t]))
-                .then(i.cmp(&j))
-        });
+        // Most owed first, then the larger share, then the lower index: a total order (the
+        // index breaks every tie), so unstable sorting gives the one order there is. Only the
+        // head of that order is needed (a round fills after at most `supply` gangs), so it is
+        // sorted a chunk at a time: select the chunk's entries, sort them, use them, and go on
+        // only while GPUs are free.
         let mut free = supply;
-        for &i in &queue {
-            let gang = f64::from(input.gang_sizes[i]);
-            if gang <= free {
-                free -= gang;
-                schedule[i * rounds + t] = true;
-                owed[i] -= 1.0;
+        let mut rest: &mut [(f64, f64, usize)] = &mut queue;
+        while !rest.is_empty() && free >= 1.0 {
+            // at most floor(free) more gangs fit; a margin for the gangs that are skipped
+            let wanted = (free.min(rest.len() as f64) as usize)
+                .saturating_add(CHUNK_MARGIN)
+                .min(rest.len());
+            if wanted < rest.len() {
+                rest.select_nth_unstable_by(wanted - 1, most_owed_first);
             }
+            let (head, tail) = rest.split_at_mut(wanted);
+            head.sort_unstable_by(most_owed_first);
+            for &(_, _, i) in head.iter() {
+                if free < 1.0 {
+                    break; // no gang (>= 1 GPU) fits any more
+                }
+                let gang = f64::from(input.gang_sizes[i]);
+                if gang <= free {
+                    free -= gang;
+                    schedule[i * rounds + t] = true;
+                    owed[i] -= 1.0;
+                }
+            }
+            rest = tail;
         }
         if let Some(order) = input.backfill_order {
             for &i in order {
+                if free < 1.0 {
+                    break;
+                }
                 let gang = f64::from(input.gang_sizes[i]);
                 if !schedule[i * rounds + t] && gang <= free {
                     free -= gang;

@@ -1,6 +1,8 @@
 //! [`JobModels`]: the adaptation state of every active job, keyed by job id, and its batched
 //! prediction.
 
+use std::collections::BTreeSet;
+
 use super::super::error::AdaptationError;
 use super::id_map::IdMap;
 use super::job_model::JobModel;
@@ -36,8 +38,8 @@ pub struct JobModels {
     pub(super) slot_ids: Vec<i64>,
     /// Slot of each job id.
     pub(super) index: IdMap,
-    /// Slots in ascending job-id order.
-    pub(super) order: Vec<usize>,
+    /// The ids held, ascending (a set: adding and removing a job cost `O(log N)`).
+    pub(super) order: BTreeSet<i64>,
 }
 
 impl JobModels {
@@ -49,7 +51,7 @@ impl JobModels {
             slots: Vec::new(),
             slot_ids: Vec::new(),
             index: IdMap::default(),
-            order: Vec::new(),
+            order: BTreeSet::new(),
         })
     }
 
@@ -75,10 +77,7 @@ impl JobModels {
 
     /// Ids of the jobs held, ascending.
     pub fn job_ids(&self) -> Vec<i64> {
-        self.order
-            .iter()
-            .filter_map(|&slot| self.slot_ids.get(slot).copied())
-            .collect()
+        self.order.iter().copied().collect()
     }
 
     /// The state of one job.
@@ -109,10 +108,7 @@ impl JobModels {
         self.slots.push(job);
         self.slot_ids.push(job_id);
         self.index.insert(job_id, slot);
-        let position = self
-            .order
-            .partition_point(|&s| self.slot_ids.get(s).is_some_and(|&id| id < job_id));
-        self.order.insert(position, slot);
+        self.order.insert(job_id);
         Ok(())
     }
 
@@ -120,7 +116,7 @@ impl JobModels {
     pub fn remove(&mut self, job_id: i64) -> Result<(), AdaptationError> {
         let slot = self.slot("job_id", job_id)?;
         self.index.remove(&job_id);
-        self.order.retain(|&s| s != slot);
+        self.order.remove(&job_id);
         self.slots.swap_remove(slot);
         self.slot_ids.swap_remove(slot);
         // The last slot moved into `slot`.
@@ -128,9 +124,6 @@ impl JobModels {
         if slot < moved {
             if let Some(&moved_id) = self.slot_ids.get(slot) {
                 self.index.insert(moved_id, slot);
-            }
-            if let Some(entry) = self.order.iter_mut().find(|s| **s == moved) {
-                *entry = slot;
             }
         }
         Ok(())
@@ -319,6 +312,7 @@ mod tests {
             let job = JobSpec {
                 batch_sizes: &bs,
                 epoch_seconds: &secs,
+                epoch_counts: None,
                 extra_regimes: &[],
                 samples_per_epoch: None,
             };
@@ -344,6 +338,7 @@ mod tests {
         let job = JobSpec {
             batch_sizes: &bs,
             epoch_seconds: &secs,
+            epoch_counts: None,
             extra_regimes: &[],
             samples_per_epoch: None,
         };

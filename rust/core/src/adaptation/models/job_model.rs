@@ -47,8 +47,12 @@ pub(super) struct ValidProgress {
 impl JobModel {
     /// A job from its profile (the profile's batch sizes are the regimes that must be visited).
     pub fn from_spec(spec: &JobSpec<'_>) -> Result<Self, AdaptationError> {
-        let (profile, regimes) =
-            Profile::build(spec.batch_sizes, spec.epoch_seconds, spec.extra_regimes)?;
+        let (profile, regimes) = Profile::build(
+            spec.batch_sizes,
+            spec.epoch_seconds,
+            spec.epoch_counts,
+            spec.extra_regimes,
+        )?;
         if let Some(samples) = spec.samples_per_epoch {
             if !(samples.is_finite() && samples > 0.0) {
                 return Err(AdaptationError::new(

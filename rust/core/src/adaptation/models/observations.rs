@@ -8,6 +8,9 @@ pub struct JobSpec<'a> {
     pub batch_sizes: &'a [i64],
     /// Duration of every epoch of the profile on the job's gang, seconds (> 0).
     pub epoch_seconds: &'a [f64],
+    /// `None`: one entry per epoch. Otherwise the profile is run-length encoded: entry `k` of
+    /// `batch_sizes` and `epoch_seconds` stands for `epoch_counts[k]` (>= 1) consecutive epochs.
+    pub epoch_counts: Option<&'a [u64]>,
     /// Batch sizes the job may also run at, not in the profile, with their epoch seconds.
     pub extra_regimes: &'a [(i64, f64)],
     /// Training samples per epoch, needed to read throughput given in steps/s.

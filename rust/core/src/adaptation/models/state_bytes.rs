@@ -90,9 +90,7 @@ impl JobModels {
             models.index.insert(id, slot);
         }
         r.finish()?;
-        let mut order: Vec<usize> = (0..models.slots.len()).collect();
-        order.sort_by_key(|&slot| models.slot_ids.get(slot).copied().unwrap_or(i64::MAX));
-        models.order = order;
+        models.order = models.slot_ids.iter().copied().collect();
         Ok(models)
     }
 }

@@ -77,6 +77,31 @@ def header_columns(header: Sequence[str], required: Sequence[str], path: Path) -
     return {name: columns[name] for name in required}
 
 
+def header_table(
+    path: Path, required: Sequence[str]
+) -> tuple[list[int], Iterator[tuple[int, list[str]]]]:
+    """A CSV file with a header row: the column index of every name in ``required`` (in that
+    order), and ``(line, fields)`` of every body row, streamed, each as wide as the header.
+
+    Raises:
+        TraceError: naming the file if it is empty, and as :func:`header_columns`,
+            :func:`csv_rows` and :func:`check_width` (while the rows are read).
+    """
+    rows = csv_rows(path)
+    first = next(rows, None)
+    if first is None:
+        raise TraceError("empty file: no header row", path=path)
+    width = len(first[1])
+    columns = list(header_columns(first[1], required, path).values())
+
+    def body() -> Iterator[tuple[int, list[str]]]:
+        for line, row in rows:
+            check_width(row, width, path, line)
+            yield line, row
+
+    return columns, body()
+
+
 def check_width(row: Sequence[str], width: int, path: Path, line: int) -> None:
     """Refuse a row with another number of fields than the file's header (or schema)."""
     if len(row) != width:

@@ -13,13 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from os import PathLike
 
-from shockwave.errors import TraceError
-from shockwave.traces.production.csv_input import (
-    check_width,
-    csv_rows,
-    header_columns,
-    resolve_file,
-)
+from shockwave.traces.production.csv_input import header_table, resolve_file
 from shockwave.traces.production.fields import (
     MISSING,
     Where,
@@ -57,17 +51,11 @@ class HeliosReader:
     def jobs(self) -> Iterator[SourceJob]:
         """Every row as a :class:`SourceJob`, streamed."""
         path = self.file
-        rows = csv_rows(path)
-        first = next(rows, None)
-        if first is None:
-            raise TraceError("empty file: no header row", path=path)
-        width = len(first[1])
-        c_id, c_user, c_vc, c_gpus, c_state, c_submit, c_duration = header_columns(
-            first[1], COLUMNS, path
-        ).values()
+        (c_id, c_user, c_vc, c_gpus, c_state, c_submit, c_duration), rows = header_table(
+            path, COLUMNS
+        )
         name = str(path)
         for line, row in rows:
-            check_width(row, width, path, line)
             where = Where(name, line)
             source_id = optional_text(row[c_id])
             if source_id is None:

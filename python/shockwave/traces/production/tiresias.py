@@ -14,7 +14,7 @@ from os import PathLike
 from pathlib import Path
 
 from shockwave.errors import TraceError
-from shockwave.traces.production.csv_input import check_width, csv_rows, header_columns
+from shockwave.traces.production.csv_input import header_table
 from shockwave.traces.production.fields import (
     Where,
     optional_text,
@@ -65,15 +65,9 @@ class TiresiasReader:
     def jobs(self) -> Iterator[SourceJob]:
         """Every row as a :class:`SourceJob`, streamed."""
         path = self.file
-        rows = csv_rows(path)
-        first = next(rows, None)
-        if first is None:
-            raise TraceError("empty file: no header row", path=path)
-        width = len(first[1])
-        c_id, c_gpus, c_submit, c_duration = header_columns(first[1], COLUMNS, path).values()
+        (c_id, c_gpus, c_submit, c_duration), rows = header_table(path, COLUMNS)
         name = str(path)
         for line, row in rows:
-            check_width(row, width, path, line)
             where = Where(name, line)
             source_id = optional_text(row[c_id])
             if source_id is None:

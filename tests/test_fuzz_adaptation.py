@@ -30,6 +30,12 @@ steps = st.one_of(
         st.lists(st.one_of(st.floats(0.5, 50), any_float), max_size=12),
         st.one_of(st.none(), st.dictionaries(batch_size, any_float, max_size=2)),
         st.one_of(st.none(), any_float),
+        # run-length counts: small, past the per-job limit (2**63 - 1 once hung), junk
+        st.one_of(
+            st.none(),
+            st.lists(st.one_of(st.integers(1, 5), st.integers(1, 2**63 - 1), any_int), max_size=12),
+            junk,
+        ),
     ),
     st.tuples(st.just("remove"), st.one_of(ids, junk)),
     st.tuples(
@@ -58,6 +64,7 @@ FIELDS = (
     "job_id",
     "batch_sizes",
     "epoch_seconds",
+    "epoch_counts",
     "extra_regimes",
     "samples_per_epoch",
     "job_ids",
@@ -87,8 +94,15 @@ def test_job_models_survive_any_sequence_of_calls(sequence: list[tuple[Any, ...]
         kind, *args = step
         try:
             if kind == "add":
-                job_id, sizes, seconds, extra, samples = args
-                models.add(job_id, sizes, seconds, extra_regimes=extra, samples_per_epoch=samples)
+                job_id, sizes, seconds, extra, samples, counts = args
+                models.add(
+                    job_id,
+                    sizes,
+                    seconds,
+                    extra_regimes=extra,
+                    samples_per_epoch=samples,
+                    epoch_counts=counts,
+                )
             elif kind == "remove":
                 models.remove(args[0])
             elif kind == "observe":
@@ -102,6 +116,7 @@ def test_job_models_survive_any_sequence_of_calls(sequence: list[tuple[Any, ...]
                 prediction = models.predict(rounds, seconds, estimator=estimator)
                 assert np.all(np.isfinite(prediction.valuations))
                 assert np.all(np.isfinite(prediction.offsets))
+                assert np.all(np.isfinite(prediction.remaining_mean_seconds))
                 copy = JobModels.from_bytes(models.to_bytes())
                 again = copy.predict(rounds, seconds, estimator=estimator)
                 assert again.valuations.tobytes() == prediction.valuations.tobytes()

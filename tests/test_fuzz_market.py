@@ -122,6 +122,43 @@ def test_solve_with_extreme_magnitudes(args: dict[str, Any]) -> None:
     check_solution(solution, args)
 
 
+#: Conversions of a real argument into input that is not real numbers: complex (its imaginary
+#: part was dropped and the solve reported converged), object and text arrays.
+NON_REAL = (
+    lambda a: np.asarray(a) + 0.5j,
+    lambda a: np.asarray(a).astype(np.complex64),
+    lambda a: np.asarray(a).astype(object),
+    lambda a: np.asarray(a).astype(str),
+    lambda a: [complex(x) for x in np.asarray(a, dtype=np.float64).ravel()] or [1j],
+)
+
+
+@fuzz(40)
+@given(
+    args=markets(values=st.floats(0.0, 1.0)),
+    name=st.sampled_from(["valuations", "supply", "budgets", "progress", "ceilings", "warm_start"]),
+    convert=st.sampled_from(NON_REAL),
+)
+def test_solve_refuses_non_real_input_naming_the_argument(
+    args: dict[str, Any], name: str, convert: Any
+) -> None:
+    value = args.get(name, 1.0)
+    if value is None or isinstance(value, dict | str | bool):
+        value = 1.0  # junk drawn for the argument: make it a number, then not a real one
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        array = np.ones(1)
+    args[name] = convert(array)
+    try:
+        market.solve(**args)
+    except InputError as exc:
+        # another argument's junk may be refused first; the non-real one is never accepted
+        assert exc.argument in SOLVE_ARGUMENTS, str(exc)
+        return
+    raise AssertionError(f"solve accepted a non-real {name}")
+
+
 @fuzz(40)
 @given(
     base=hnp.arrays(

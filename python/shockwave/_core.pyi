@@ -15,10 +15,16 @@ class InternalError(RuntimeError):
 def _panic_probe() -> None:
     """Panic on purpose inside the binding's guard (the guard's test); raises InternalError."""
 
+def _allocation_probe(len: int) -> int:
+    """Allocate ``len`` doubles fallibly, as the core's input-sized buffers (the test that a
+    failed allocation raises MemoryError); returns ``len``."""
+
 # --- adaptation model (rust/python/src/adaptation.rs; wrapped by shockwave.adaptation) ---------
 
 ESTIMATORS: tuple[Literal["markov", "dirichlet", "oracle"], ...]
 DEFAULT_ESTIMATOR: Literal["markov", "dirichlet", "oracle"]
+MAX_EPOCHS_PER_JOB: int
+MIN_EPOCH_SECONDS: float
 
 @final
 class ModelSettings:

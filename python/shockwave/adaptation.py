@@ -258,10 +258,14 @@ class JobModels:
             job_id: the job's id (not already held).
             batch_sizes: batch size of every epoch of the profile; its distinct values are the
                 job's regimes, all of which the job uses.
-            epoch_seconds: duration of every epoch on the job's gang, seconds (> 0).
+            epoch_seconds: duration of every epoch on the job's gang, seconds (finite, at least
+                :data:`~shockwave.limits.MIN_EPOCH_SECONDS`, a microsecond: shorter ones made
+                the valuations overflow).
             epoch_counts: for a profile given run-length encoded, the epochs of each entry of
                 ``batch_sizes`` and ``epoch_seconds`` (integers >= 1); the model is bit for bit
-                the one of the expanded arrays.
+                the one of the expanded arrays. A job has at most
+                :data:`~shockwave.limits.MAX_EPOCHS_PER_JOB` (10,000,000) epochs, per run and in
+                all (the profile is summed epoch by epoch).
             extra_regimes: batch sizes the job may also run at, with their epoch seconds (for
                 example those the original's runtime rules reach: :func:`runtime_regimes`).
             samples_per_epoch: training samples per epoch; needed for throughput given in
@@ -369,8 +373,10 @@ class JobModels:
                 (the original's calibration extrapolates each sample back to the previous one,
                 from round 0); increasing per job.
             batch_sizes: batch size the job ran at in that round (one of its regimes).
-            epoch_seconds: measured epoch duration, seconds (> 0).
-            steps_per_second: measured throughput, iterations/s (> 0).
+            epoch_seconds: measured epoch duration, seconds (at least
+                :data:`~shockwave.limits.MIN_EPOCH_SECONDS`).
+            steps_per_second: measured throughput, iterations/s (> 0, and the epoch it makes at
+                least :data:`~shockwave.limits.MIN_EPOCH_SECONDS`).
 
         Raises:
             InputError: naming the field; nothing is recorded when an entry is invalid.
@@ -406,8 +412,11 @@ class JobModels:
             estimator: overrides the default estimator.
 
         Raises:
-            InputError: naming the argument (an unknown job, a bad window, or ``"oracle"`` for a
-                job without a profile).
+            InputError: naming the argument (an unknown job, a bad window, valuations that would
+                not fit in the memory this process can still allocate, or ``"oracle"`` for a job
+                without a profile).
+            MemoryError: naming ``num_rounds``, if the valuations could not be allocated all the
+                same.
         """
         chosen = (
             self._estimator if estimator is None else choice(estimator, "estimator", ESTIMATORS)
@@ -443,7 +452,8 @@ def predict_remaining(
         epoch_seconds_by_batch_size: the job's candidate regimes: epoch duration (seconds) per
             batch size. All of them count as batch sizes the job will use (the ``dirichlet``
             prior spreads over them; ``markov`` expects to visit each before the end).
-        total_epochs: epochs of the job (>= ``len(batch_sizes_so_far)``).
+        total_epochs: epochs of the job (>= ``len(batch_sizes_so_far)``, at most
+            :data:`~shockwave.limits.MAX_EPOCHS_PER_JOB`).
         estimator: ``"markov"`` or ``"dirichlet"`` (``"oracle"`` needs a future schedule, which a
             job without a profile has not).
         epoch_fraction: fraction of the epoch in progress already done, in ``[0, 1)``.

@@ -44,17 +44,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from shockwave import _core
-from shockwave.arguments import (
-    INT64_MAX,
-    as_array,
-    floats,
-    is_integer,
-    is_number,
-    matrix,
-    per_job,
-    vector,
-)
+from shockwave import _core, arguments
+from shockwave.arguments import INT64_MAX, as_array, is_integer, is_number
 from shockwave.arguments import gang_sizes as _gang_sizes
 from shockwave.errors import InputError
 from shockwave.id_lookup import has_repeats, positions_of
@@ -153,6 +144,55 @@ Attributes:
 :func:`shift_bids`). Solutions pickle (the policy's checkpoints hold them)."""
 
 
+#: dtype kinds of the arrays the functions here accept: booleans, integers and floats. Complex
+#: numbers would lose their imaginary part in the conversion to float64 (silently: a solve of
+#: complex valuations reported converged), object arrays hide what they hold (Python integers
+#: past 64 bits, fractions, ``None``), and text would be parsed as numbers.
+_REAL_KINDS = "biuf"
+
+
+def _real(value: object, argument: str) -> object:
+    """``value`` as an array if it holds real numbers; :class:`InputError` naming ``argument``
+    for complex, object, text or other non-real input. ``None`` is passed on (the helpers of
+    :mod:`shockwave.arguments` name it)."""
+    if value is None:
+        return value
+    array = value if isinstance(value, np.ndarray) else as_array(value, argument)
+    if array.dtype.kind not in _REAL_KINDS:
+        given = (
+            f"an array of dtype {array.dtype}"
+            if isinstance(value, np.ndarray)
+            else " ".join(f"{value!r:.80}".split())
+        )
+        what = "complex numbers" if array.dtype.kind == "c" else f"dtype {array.dtype}"
+        raise InputError(
+            argument,
+            f"expected numbers, got {given} ({what}; only real numbers are accepted: bool, "
+            "integer or float values)",
+        )
+    return array
+
+
+def _floats(value: object, argument: str) -> NDArray[np.float64]:
+    """:func:`shockwave.arguments.floats` of real input only (:func:`_real`)."""
+    return arguments.floats(_real(value, argument), argument)
+
+
+def _vector(value: object, argument: str, length: int) -> NDArray[np.float64]:
+    """:func:`shockwave.arguments.vector` of real input only (:func:`_real`)."""
+    return arguments.vector(_real(value, argument), argument, length)
+
+
+def _per_job(value: object, argument: str, jobs: int) -> NDArray[np.float64]:
+    """:func:`shockwave.arguments.per_job` of real input only (:func:`_real`)."""
+    return arguments.per_job(_real(value, argument), argument, jobs)
+
+
+def _matrix(value: object, argument: str) -> NDArray[np.float64]:
+    """:func:`shockwave.arguments.matrix` of real input only (:func:`_real`)."""
+    return arguments.matrix(_real(value, argument), argument)
+
+
 def _iterations(value: object, argument: str) -> int:
     if not is_integer(value) or not 1 <= int(value) <= INT64_MAX:
         raise InputError(argument, f"expected a positive integer up to 2**63 - 1, got {value!r}")
@@ -160,7 +200,7 @@ def _iterations(value: object, argument: str) -> int:
 
 
 def _supply(value: ArrayLike, rounds: int, window: str = "valuations") -> NDArray[np.float64]:
-    supply = floats(value, "supply")
+    supply = _floats(value, "supply")
     if rounds > MAX_ROUNDS:  # before the scalar is spread over the rounds
         raise InputError(window, f"{rounds} rounds; a window may have at most 2**32")
     if supply.ndim == 0:
@@ -169,7 +209,7 @@ def _supply(value: ArrayLike, rounds: int, window: str = "valuations") -> NDArra
                 "supply", f"expected a finite number of GPUs >= 0, got {float(supply)}"
             )
         return np.full(rounds, float(supply))
-    return vector(supply, "supply", rounds)
+    return _vector(supply, "supply", rounds)
 
 
 def solve(
@@ -218,13 +258,18 @@ def solve(
 
     Raises:
         InputError: (a ``ValueError``) whose ``argument`` names the argument, for a wrong shape, a
-            non-numeric value, NaN or infinity (``inf`` is allowed in ``ceilings``), a negative
-            value, a gang size of 0 or larger than every round's supply, progress outside ``[0,
-            1)``, a ceiling not above the progress, budgets whose sum overflows double precision
-            (only their ratios matter: scale them down), a job without a ceiling whose reachable
-            utility overflows, a window over :data:`MAX_INTERIOR_POINT_ROUNDS` rounds with the
-            interior-point method, a market whose working memory exceeds the machine's available
-            memory, or invalid ``tol``, ``max_iter``, ``method`` or ``warm_start``.
+            non-numeric value (complex, object and text arrays included: a complex valuation
+            would lose its imaginary part), NaN or infinity (``inf`` is allowed in
+            ``ceilings``), a negative value, a gang size of 0 or larger than every round's
+            supply, progress outside ``[0, 1)``, a ceiling not above the progress, budgets whose
+            sum overflows double precision (only their ratios matter: scale them down), a job
+            without a ceiling whose reachable utility overflows, a window over
+            :data:`MAX_INTERIOR_POINT_ROUNDS` rounds with the interior-point method, a market
+            whose working memory exceeds the memory this process can still allocate (the least
+            of the machine's available memory, the address-space limit and the cgroup's memory
+            limit), or invalid ``tol``, ``max_iter``, ``method`` or ``warm_start``.
+        MemoryError: naming ``valuations``, if a buffer of the solve could not be allocated
+            all the same.
 
     Magnitudes: budgets, valuations and warm-start bids of any finite magnitude are handled
     (budgets are normalised by their sum, each job's utilities by its reach, and a warm-start row
@@ -233,18 +278,18 @@ def solve(
 
     The GIL is released during the solve. The same inputs give bit-for-bit the same outputs.
     """
-    a = matrix(valuations, "valuations")
+    a = _matrix(valuations, "valuations")
     jobs, rounds = a.shape
     gangs = _gang_sizes(gang_sizes, jobs)
     g = _supply(supply, rounds)
-    w = np.ones(jobs) if budgets is None else per_job(budgets, "budgets", jobs)
-    c = np.zeros(jobs) if progress is None else per_job(progress, "progress", jobs)
-    ubar = np.ones(jobs) if ceilings is None else per_job(ceilings, "ceilings", jobs)
+    w = np.ones(jobs) if budgets is None else _per_job(budgets, "budgets", jobs)
+    c = np.zeros(jobs) if progress is None else _per_job(progress, "progress", jobs)
+    ubar = np.ones(jobs) if ceilings is None else _per_job(ceilings, "ceilings", jobs)
     if isinstance(warm_start, MarketSolution):
         warm_start = warm_start.bids
     warm = None
     if warm_start is not None:
-        warm = matrix(warm_start, "warm_start")
+        warm = _matrix(warm_start, "warm_start")
         if warm.shape != a.shape:
             raise InputError("warm_start", f"expected shape {a.shape}, got {warm.shape}")
     if not is_number(tol):
@@ -271,7 +316,7 @@ def shift_bids(bids: ArrayLike, rounds: int = 1) -> NDArray[np.float64]:
     """
     if not is_integer(rounds) or rounds < 0:
         raise InputError("rounds", f"expected a nonnegative integer, got {rounds!r}")
-    bid_matrix = matrix(bids, "bids")
+    bid_matrix = _matrix(bids, "bids")
     # any shift of T rounds or more gives all zeros: cap it there
     return _core.shift_market_bids(bid_matrix, min(int(rounds), bid_matrix.shape[1]))
 
@@ -287,7 +332,7 @@ def align_bids(
     Job identifiers must be unique in each sequence. Integer identifiers (a sequence or a numpy
     array) are matched by sorting, in O(N log N); other hashables through a dictionary.
     """
-    old = matrix(bids, "bids")
+    old = _matrix(bids, "bids")
     if old.shape[0] != len(previous_jobs):
         raise InputError(
             "previous_jobs", f"{len(previous_jobs)} identifiers for {old.shape[0]} rows of bids"
@@ -394,7 +439,7 @@ def warm_start_bids(
 
 
 def _budget_vector(value: ArrayLike, argument: str, length: int) -> NDArray[np.float64]:
-    array = vector(value, argument, length)
+    array = _vector(value, argument, length)
     if not (np.isfinite(array).all() and (array >= 0).all()):
         raise InputError(argument, "expected finite values >= 0")
     return array
@@ -438,7 +483,7 @@ def round_schedule(
             ``[0, 1]``, a gang size below 1, a negative or non-finite supply or deficit, or an
             invalid backfill order (unknown or repeated job).
     """
-    x = matrix(shares, "shares")
+    x = _matrix(shares, "shares")
     jobs, rounds = x.shape
     gangs = _gang_sizes(gang_sizes, jobs)
     g = _supply(supply, rounds, "shares")
@@ -448,5 +493,5 @@ def round_schedule(
         if raw.ndim != 1 or (raw.size > 0 and not np.issubdtype(raw.dtype, np.integer)):
             raise InputError("backfill_order", "expected a 1-D sequence of integer job indices")
         order = np.ascontiguousarray(raw, dtype=np.int64)
-    owed = None if deficit is None else vector(deficit, "deficit", jobs)
+    owed = None if deficit is None else _vector(deficit, "deficit", jobs)
     return _core.round_market_schedule(x, gangs, g, order, owed)

@@ -27,6 +27,9 @@ pub struct InputError<Family> {
     pub argument: String,
     /// What is wrong with it (naming the job or the entry where there is one).
     pub reason: String,
+    /// Whether the input was refused because memory for it could not be allocated (a fallible
+    /// allocation failed), rather than for breaking a rule: the binding raises `MemoryError`.
+    out_of_memory: bool,
     family: PhantomData<fn() -> Family>,
 }
 
@@ -36,8 +39,22 @@ impl<Family> InputError<Family> {
         Self {
             argument: argument.into(),
             reason: reason.into(),
+            out_of_memory: false,
             family: PhantomData,
         }
+    }
+
+    /// An allocation of the size `argument` chose failed (see [`crate::limits::try_filled`]).
+    pub fn out_of_memory(argument: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            out_of_memory: true,
+            ..Self::new(argument, reason)
+        }
+    }
+
+    /// Whether this is an allocation failure ([`InputError::out_of_memory`]).
+    pub fn is_out_of_memory(&self) -> bool {
+        self.out_of_memory
     }
 }
 
@@ -59,5 +76,9 @@ mod tests {
         assert_eq!(error.to_string(), "tol: must be positive");
         assert_eq!(error.argument, "tol");
         assert_eq!(error.reason, "must be positive");
+        assert!(!error.is_out_of_memory());
+        let error = InputError::<family::Market>::out_of_memory("valuations", "no memory");
+        assert!(error.is_out_of_memory());
+        assert_eq!(error.to_string(), "valuations: no memory");
     }
 }

@@ -14,7 +14,7 @@
 use proptest::prelude::*;
 use shockwave_core::adaptation::{
     predict_remaining, Estimator, JobModels, JobSpec, ModelSettings, ProgressUpdate,
-    ThroughputSample, ThroughputValue,
+    ThroughputSample, ThroughputValue, MAX_EPOCHS_PER_JOB, MIN_EPOCH_SECONDS,
 };
 use shockwave_core::market::{
     round_schedule, shift_bids, solve, MarketProblem, Method, RoundingInput, SolverSettings,
@@ -381,6 +381,39 @@ proptest! {
     ) {
         let (bs, secs): (Vec<i64>, Vec<f64>) = regimes.into_iter().unzip();
         let _ = predict_remaining(&so_far, &bs, &secs, total, fraction, estimator(k), &ModelSettings::default());
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Run-length profiles with any counts and durations: refused at once past
+    /// `MAX_EPOCHS_PER_JOB` epochs (a count of `2^63 - 1` once kept a core busy for centuries)
+    /// or below `MIN_EPOCH_SECONDS`; what is accepted predicts finite valuations.
+    #[test]
+    fn run_counts_and_durations_are_bounded(
+        counts in prop::collection::vec(prop_oneof![1_u64..4, 1_u64..=u64::MAX, Just(MAX_EPOCHS_PER_JOB), Just(MAX_EPOCHS_PER_JOB + 1)], 1..4),
+        seconds in prop_oneof![Just(5e-324), Just(MIN_EPOCH_SECONDS), magnitude()],
+        round_seconds in prop_oneof![Just(120.0), magnitude()],
+    ) {
+        let mut models = JobModels::new(ModelSettings::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let batch: Vec<i64> = (0..counts.len() as i64).map(|k| 32 << k).collect();
+        let secs = vec![seconds; counts.len()];
+        let spec = JobSpec { batch_sizes: &batch, epoch_seconds: &secs, epoch_counts: Some(&counts), extra_regimes: &[], samples_per_epoch: None };
+        let total = counts.iter().try_fold(0_u64, |t, &c| t.checked_add(c));
+        let accepted = models.add(1, &spec);
+        let fits = total.is_some_and(|t| t <= MAX_EPOCHS_PER_JOB);
+        if !fits {
+            prop_assert!(accepted.is_err_and(|e| e.argument == "epoch_counts"));
+        } else if seconds < MIN_EPOCH_SECONDS {
+            prop_assert!(accepted.is_err_and(|e| e.argument == "epoch_seconds"));
+        } else if accepted.is_ok() {
+            for k in 0..3 {
+                if let Ok(prediction) = models.predict(None, estimator(k), 4, round_seconds) {
+                    prop_assert!(prediction.valuations.iter().all(|v| v.is_finite()));
+                }
+            }
+        }
     }
 }
 

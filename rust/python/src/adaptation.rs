@@ -595,5 +595,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let estimators: Vec<&str> = Estimator::ALL.iter().map(|e| e.name()).collect();
     m.add("ESTIMATORS", PyTuple::new(m.py(), estimators)?)?;
     m.add("DEFAULT_ESTIMATOR", Estimator::default().name())?;
+    m.add(
+        "MAX_EPOCHS_PER_JOB",
+        shockwave_core::adaptation::MAX_EPOCHS_PER_JOB,
+    )?;
+    m.add(
+        "MIN_EPOCH_SECONDS",
+        shockwave_core::adaptation::MIN_EPOCH_SECONDS,
+    )?;
     Ok(())
 }

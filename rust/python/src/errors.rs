@@ -1,7 +1,9 @@
 //! Errors across the boundary: every input error of the core (either module family, with the
 //! same shape) and of the binding's own checks becomes `shockwave.InputError`, a `ValueError`
-//! that keeps `.argument` (the field) and `.reason`.
+//! that keeps `.argument` (the field) and `.reason`; an allocation of an input-chosen size that
+//! failed (`InputError::out_of_memory`) becomes `MemoryError`, its message naming the argument.
 
+use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
@@ -28,6 +30,11 @@ pub(crate) fn input_error(argument: impl Into<String>, reason: impl Into<String>
 
 impl<Family> From<InputError<Family>> for BindingError {
     fn from(error: InputError<Family>) -> Self {
+        if error.is_out_of_memory() {
+            // A fallible allocation of the size the argument chose failed: Python's MemoryError,
+            // its message naming the argument like an input error's.
+            return Self::Python(PyMemoryError::new_err(error.to_string()));
+        }
         Self::Input {
             argument: error.argument,
             reason: error.reason,

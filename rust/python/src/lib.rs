@@ -53,6 +53,20 @@ fn _panic_probe() -> PyResult<()> {
     })
 }
 
+/// Allocate `len` doubles fallibly, as the core allocates its input-sized buffers
+/// (`shockwave_core::limits::try_filled`), and return how many it got: the test that a failed
+/// allocation is a `MemoryError` naming the argument, not an abort (not for other use).
+#[pyfunction]
+fn _allocation_probe(len: usize) -> PyResult<usize> {
+    guarded(|| {
+        let buffer = shockwave_core::limits::try_filled::<
+            f64,
+            shockwave_core::error::family::Adaptation,
+        >(len, 0.0, "len", "the allocation probe")?;
+        Ok(buffer.len())
+    })
+}
+
 /// Version of the Rust core compiled into this extension.
 #[pyfunction]
 fn core_version() -> &'static str {
@@ -63,6 +77,7 @@ fn core_version() -> &'static str {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_probe, m)?)?;
+    m.add_function(wrap_pyfunction!(_allocation_probe, m)?)?;
     m.add("InternalError", m.py().get_type::<InternalError>())?;
     market::register(m)?;
     adaptation::register(m)?;

@@ -42,4 +42,4 @@ pub use models::{
     predict_remaining, Estimator, JobModel, JobModels, JobSpec, ModelSettings, Prediction,
     ProgressUpdate, ThroughputSample, ThroughputValue,
 };
-pub use profile::{Profile, Regime};
+pub use profile::{Profile, Regime, MAX_EPOCHS_PER_JOB, MIN_EPOCH_SECONDS};

@@ -5,6 +5,31 @@ use super::error::AdaptationError;
 /// Most distinct batch sizes one job may have (far above any real schedule).
 pub const MAX_REGIMES: usize = 64;
 
+/// Most epochs one job may have, in one run of its profile and in all (ten million: real jobs
+/// have at most thousands). A profile is summed epoch by epoch (so that a run-length encoded
+/// profile is bit for bit the expanded one), about 3 ms per million epochs; without the bound a
+/// run count of `2^63 - 1` kept a core busy for centuries. The same limit as the workloads'
+/// (`shockwave.limits.MAX_EPOCHS_PER_JOB`).
+pub const MAX_EPOCHS_PER_JOB: u64 = 10_000_000;
+
+/// Shortest epoch duration the model accepts, seconds (a microsecond, as the workloads'
+/// `shockwave.limits.MIN_EPOCH_SECONDS`): a subnormal duration made the rate of progress
+/// (epochs per second) overflow, and the valuations infinite.
+pub const MIN_EPOCH_SECONDS: f64 = 1e-6;
+
+/// Why `seconds` is not an epoch duration: not finite, or shorter than [`MIN_EPOCH_SECONDS`]
+/// (`None` if it is one). The one check of every duration that enters the model: the profile's,
+/// the extra regimes', `predict_remaining`'s and the measured ones.
+pub(crate) fn epoch_seconds_problem(seconds: f64) -> Option<String> {
+    if seconds.is_finite() && seconds >= MIN_EPOCH_SECONDS {
+        None
+    } else {
+        Some(format!(
+            "lasts {seconds:?} s; durations must be finite and at least {MIN_EPOCH_SECONDS:?} s"
+        ))
+    }
+}
+
 /// Round a profiled epoch duration as the original's planner does: to the nearest whole second
 /// (ties to even, like Python's `round`), at least 1 s.
 pub fn rounded_seconds(seconds: f64) -> f64 {
@@ -155,6 +180,24 @@ impl Profile {
                     format!("run {k} has 0 epochs; every run has at least one"),
                 ));
             }
+            if let Some((k, c)) = counts
+                .iter()
+                .enumerate()
+                .find(|(_, &c)| c > MAX_EPOCHS_PER_JOB)
+            {
+                return Err(AdaptationError::new(
+                    "epoch_counts",
+                    format!("run {k} has {c} epochs; a job has at most {MAX_EPOCHS_PER_JOB}"),
+                ));
+            }
+        } else if batch_sizes.len() as u64 > MAX_EPOCHS_PER_JOB {
+            return Err(AdaptationError::new(
+                "batch_sizes",
+                format!(
+                    "has {} epochs; a job has at most {MAX_EPOCHS_PER_JOB}",
+                    batch_sizes.len()
+                ),
+            ));
         }
         let count_of = |k: usize| counts.and_then(|c| c.get(k).copied()).unwrap_or(1);
         // first epoch of entry k
@@ -162,9 +205,18 @@ impl Profile {
         let mut total_epochs: u64 = 0;
         for k in 0..batch_sizes.len() {
             starts.push(total_epochs);
-            total_epochs = total_epochs.checked_add(count_of(k)).ok_or_else(|| {
-                AdaptationError::new("epoch_counts", "the runs' epochs overflow 64 bits")
-            })?;
+            total_epochs = total_epochs
+                .checked_add(count_of(k))
+                .filter(|&total| total <= MAX_EPOCHS_PER_JOB)
+                .ok_or_else(|| {
+                    AdaptationError::new(
+                        "epoch_counts",
+                        format!(
+                            "the runs have more than {MAX_EPOCHS_PER_JOB} epochs in all; a job has \
+                             at most {MAX_EPOCHS_PER_JOB}"
+                        ),
+                    )
+                })?;
         }
         if let Some((k, bs)) = batch_sizes.iter().enumerate().find(|(_, &bs)| bs < 1) {
             let epoch = starts.get(k).copied().unwrap_or(0);
@@ -173,15 +225,15 @@ impl Profile {
                 format!("epoch {epoch} has batch size {bs}; batch sizes must be >= 1"),
             ));
         }
-        if let Some((k, s)) = epoch_seconds
+        if let Some((k, problem)) = epoch_seconds
             .iter()
             .enumerate()
-            .find(|(_, s)| !s.is_finite() || **s <= 0.0)
+            .find_map(|(k, &s)| epoch_seconds_problem(s).map(|problem| (k, problem)))
         {
             let epoch = starts.get(k).copied().unwrap_or(0);
             return Err(AdaptationError::new(
                 "epoch_seconds",
-                format!("epoch {epoch} lasts {s} s; durations must be finite and > 0"),
+                format!("epoch {epoch} {problem}"),
             ));
         }
         let mut total = 0.0_f64;
@@ -235,10 +287,10 @@ impl Profile {
                     format!("batch size {bs} must be >= 1"),
                 ));
             }
-            if !s.is_finite() || s <= 0.0 {
+            if let Some(problem) = epoch_seconds_problem(s) {
                 return Err(AdaptationError::new(
                     "extra_regimes",
-                    format!("batch size {bs} lasts {s} s per epoch; must be finite and > 0"),
+                    format!("an epoch of batch size {bs} {problem}"),
                 ));
             }
             if entries.iter().any(|entry| entry.0 == bs.unsigned_abs()) {
@@ -373,5 +425,21 @@ mod tests {
         assert_eq!(err.map(|e| e.argument), Some("epoch_counts".to_string()));
         let err = Profile::build(&[32], &[1.0], None, &[(32, 2.0)]).err();
         assert_eq!(err.map(|e| e.argument), Some("extra_regimes".to_string()));
+        let err = Profile::build(&[32], &[5e-324], None, &[]).err();
+        assert_eq!(err.map(|e| e.argument), Some("epoch_seconds".to_string()));
+        let err = Profile::build(&[32], &[1.0], None, &[(64, 1e-7)]).err();
+        assert_eq!(err.map(|e| e.argument), Some("extra_regimes".to_string()));
+    }
+
+    #[test]
+    fn epoch_counts_are_bounded_per_run_and_in_all() {
+        let limit = MAX_EPOCHS_PER_JOB;
+        let err = Profile::build(&[32], &[1.0], Some(&[u64::MAX >> 1]), &[]).err();
+        assert!(err.is_some_and(|e| e.argument == "epoch_counts" && e.reason.contains("run 0")));
+        let err = Profile::build(&[32, 64], &[1.0, 1.0], Some(&[limit, 1]), &[]).err();
+        assert!(err.is_some_and(|e| e.argument == "epoch_counts" && e.reason.contains("in all")));
+        let counts = [limit / 2, limit / 2];
+        let built = Profile::build(&[32, 64], &[1.0, 1.0], Some(&counts), &[]);
+        assert_eq!(built.ok().map(|(p, _)| p.total_epochs), Some(limit));
     }
 }

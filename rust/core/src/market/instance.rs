@@ -107,6 +107,15 @@ impl Instance {
             if active {
                 active_job[i] = true;
                 job_of.push(i);
+                a.try_reserve(rounds).map_err(|_| {
+                    MarketError::out_of_memory(
+                        "valuations",
+                        format!(
+                            "could not allocate the {} x {rounds} valuations of the market",
+                            job_of.len()
+                        ),
+                    )
+                })?;
                 for t in 0..rounds {
                     a.push(if purchasable(t) { row[t] } else { 0.0 });
                 }

@@ -244,7 +244,7 @@ impl PreparedMarket {
                 best.purify(inst, SHARE_NOISE, settings.tol);
             }
         }
-        Ok(assemble(
+        assemble(
             inst,
             &self.progress,
             &best,
@@ -252,7 +252,7 @@ impl PreparedMarket {
             (pr_iterations, ipm_iterations),
             settings.tol,
             stop,
-        ))
+        )
     }
 }
 

@@ -4,6 +4,7 @@ use std::fmt;
 
 use super::certificate::Incumbent;
 use super::instance::Instance;
+use super::MarketError;
 use super::SHARE_NOISE;
 
 /// Why the solver stopped. Every solve that is not [`SolverStatus::Converged`] reports its best
@@ -102,7 +103,7 @@ pub(super) fn assemble(
     (pr_iterations, ipm_iterations): (usize, usize),
     tol: f64,
     stop: SolverStatus,
-) -> MarketSolution {
+) -> Result<MarketSolution, MarketError> {
     let (jobs, rounds) = (inst.jobs, inst.rounds);
     let total = inst.budget_total;
     let prices: Vec<f64> = (0..rounds)
@@ -114,8 +115,9 @@ pub(super) fn assemble(
             }
         })
         .collect();
-    let mut shares = vec![0.0; jobs * rounds];
-    let mut bids = vec![0.0; jobs * rounds];
+    let what = format!("the {jobs} x {rounds} shares and bids of the solution");
+    let mut shares = crate::limits::try_filled(jobs * rounds, 0.0, "valuations", &what)?;
+    let mut bids = crate::limits::try_filled(jobs * rounds, 0.0, "valuations", &what)?;
     let mut utilities = progress.to_vec();
     for (b, &i) in inst.job_of.iter().enumerate() {
         let u = best.utilities[b];
@@ -154,7 +156,7 @@ pub(super) fn assemble(
     } else {
         stop
     };
-    MarketSolution {
+    Ok(MarketSolution {
         jobs,
         rounds,
         shares,
@@ -169,7 +171,7 @@ pub(super) fn assemble(
         ipm_iterations,
         converged,
         status,
-    }
+    })
 }
 
 /// The budget buyer `b` actually uses (normalised units): its budget, unless it sits at its

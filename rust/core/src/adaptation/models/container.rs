@@ -223,7 +223,12 @@ impl JobModels {
         let mut mean = vec![0.0; n];
         let mut std = vec![0.0; n];
         let mut offsets = vec![0.0; n];
-        let mut valuations = vec![0.0; n * num_rounds];
+        let mut valuations = crate::limits::try_filled(
+            n * num_rounds,
+            0.0,
+            "num_rounds",
+            &format!("valuations of {n} jobs x {num_rounds} rounds"),
+        )?;
         let settings = &self.settings;
         let threads = thread_count(settings.threads, n);
         let chunk = n.div_ceil(threads).max(1);

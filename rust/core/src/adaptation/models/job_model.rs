@@ -5,7 +5,10 @@ use super::super::calibration::{rate_duration_factors, WindowCalibration};
 use super::super::dirichlet;
 use super::super::error::AdaptationError;
 use super::super::markov::{self, ChainInput};
-use super::super::profile::{regime_index, regimes_from_entries, rounded_seconds, Profile, Regime};
+use super::super::profile::{
+    epoch_seconds_problem, regime_index, regimes_from_entries, rounded_seconds, Profile, Regime,
+    MAX_EPOCHS_PER_JOB,
+};
 use super::super::progress::{RoundFiller, Segment};
 use super::observations::{JobSpec, ProgressUpdate, ThroughputSample, ThroughputValue};
 use super::settings::{Estimator, ModelSettings};
@@ -92,19 +95,19 @@ impl JobModel {
                     format!("batch size {bs} must be >= 1"),
                 ));
             }
-            if !(s.is_finite() && s > 0.0) {
+            if let Some(problem) = epoch_seconds_problem(s) {
                 return Err(AdaptationError::new(
                     FIELD,
-                    format!("batch size {bs} lasts {s} s per epoch; must be finite and > 0"),
+                    format!("an epoch of batch size {bs} {problem}"),
                 ));
             }
             entries.push((bs.unsigned_abs(), s, rounded_seconds(s), true));
         }
         let regimes = regimes_from_entries(entries, FIELD)?;
-        if total_epochs < 1 {
+        if total_epochs < 1 || total_epochs.unsigned_abs() > MAX_EPOCHS_PER_JOB {
             return Err(AdaptationError::new(
                 "total_epochs",
-                format!("must be >= 1, got {total_epochs}"),
+                format!("must be in [1, {MAX_EPOCHS_PER_JOB}], got {total_epochs}"),
             ));
         }
         let first = lookup(&regimes, first_batch_size).ok_or_else(|| {
@@ -308,11 +311,11 @@ impl JobModel {
         })?;
         let seconds = match sample.value {
             ThroughputValue::EpochSeconds(s) => {
-                if !(s.is_finite() && s > 0.0) {
+                if let Some(problem) = epoch_seconds_problem(s) {
                     return Err(AdaptationError::for_job(
                         id,
                         "epoch_seconds",
-                        format!("must be finite and > 0, got {s}"),
+                        format!("the measured epoch {problem}"),
                     ));
                 }
                 s
@@ -332,7 +335,15 @@ impl JobModel {
                         "the job was added without samples_per_epoch; give epoch_seconds",
                     )
                 })?;
-                samples / (sample.batch_size as f64 * rate)
+                let seconds = samples / (sample.batch_size as f64 * rate);
+                if let Some(problem) = epoch_seconds_problem(seconds) {
+                    return Err(AdaptationError::for_job(
+                        id,
+                        "steps_per_second",
+                        format!("{rate:?} steps/s make an epoch that {problem}"),
+                    ));
+                }
+                seconds
             }
         };
         Ok((round, regime, seconds))

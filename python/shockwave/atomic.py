@@ -6,10 +6,13 @@ piece (a generated trace streamed to disk), the :func:`atomic_writer` context ma
 is written to a temporary file in the target's directory, flushed and ``fsync``'d, then renamed
 over the target (an atomic operation on POSIX file systems), and the directory is ``fsync``'d so
 that the rename survives a crash. An interruption or a full disk leaves the previous file intact
-and no temporary file behind.
+and no temporary file behind. The written file gets the permissions a new file would get
+(``0o666`` less the process's umask), or, when it replaces a file, that file's permissions (not
+the ``0o600`` of the temporary file).
 
 :func:`check_writable` checks an output path before a long run starts (not a directory, its
 directory exists and accepts a new file), so that a bad path fails in a second, not after the run.
+:func:`same_file` tells whether two paths name one file (an output that would overwrite an input).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ def atomic_write_bytes(path: str | PathLike[str], data: bytes) -> None:
     directory = target.parent if str(target.parent) else Path(".")
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
+        _set_mode(fd, target)
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             out.flush()
@@ -88,6 +92,7 @@ def _atomic_writer(target: Path, mode: str, encoding: str) -> Iterator[IO[str] |
     directory = target.parent if str(target.parent) else Path(".")
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
+        _set_mode(fd, target)
         if mode == "wb":
             out: IO[str] | IO[bytes] = os.fdopen(fd, "wb")
         else:
@@ -128,6 +133,56 @@ def check_writable(path: str | PathLike[str]) -> None:
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(probe)
+
+
+def same_file(first: str | PathLike[str], second: str | PathLike[str]) -> bool:
+    """Whether ``first`` and ``second`` name the same file: equal once resolved (symbolic links
+    and ``..`` followed, relative to the working directory), or, where both exist, the same
+    file on disk (:func:`os.path.samefile`: hard links too)."""
+    a, b = Path(first), Path(second)
+    try:
+        if a.resolve() == b.resolve():
+            return True
+    except (OSError, RuntimeError):  # a symbolic-link loop: compare what can be compared
+        if os.path.abspath(a) == os.path.abspath(b):
+            return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # one does not exist (yet), or cannot be examined
+        return False
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system allows.
+
+    On Linux it is read from ``/proc/self/status`` (``Umask:``); elsewhere ``os.umask`` is set
+    and restored at once (which another thread creating a file in between could see).
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode(target: str | PathLike[str]) -> int:
+    """The permission bits an atomic write gives ``target``: those of the file it replaces,
+    or, for a new file, ``0o666`` less the umask (what ``open(target, "w")`` would give)."""
+    try:
+        return os.stat(target).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~current_umask()
+
+
+def _set_mode(fd: int, target: Path) -> None:
+    """Give the temporary file ``fd`` the mode :func:`new_file_mode` says (mkstemp's is 0600)."""
+    with contextlib.suppress(OSError, NotImplementedError, AttributeError):  # no file modes
+        os.fchmod(fd, new_file_mode(target))
 
 
 def _fsync_directory(directory: Path) -> None:

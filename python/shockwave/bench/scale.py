@@ -34,6 +34,7 @@ __all__ = [
     "LARGE_SIZES",
     "LONG_REPLAY",
     "Size",
+    "check_sizes",
     "fitted_exponents",
     "format_row",
     "one",
@@ -103,6 +104,24 @@ def one(
     }
 
 
+def check_sizes(sizes: Sequence[Size]) -> None:
+    """Check that the generator accepts every size (the children would fail on it).
+
+    Raises:
+        ValueError: naming the size and the generator's reason (for example a gang larger
+            than the cluster).
+    """
+    from shockwave.traces import GeneratorParameters
+
+    for size in sizes:
+        days = float(size[2]) if len(size) == 3 else None
+        text = ":".join(f"{v:g}" for v in size)
+        try:
+            GeneratorParameters(jobs=size[0], gpus=size[1], seed=SEED, days=days)
+        except ValueError as exc:  # GeneratorParameterError: its reason, without the option
+            raise ValueError(f"{text}: {getattr(exc, 'reason', exc)}") from None
+
+
 def run(
     sizes: Sequence[Size],
     policies: Sequence[str],
@@ -127,12 +146,18 @@ def run(
             child = subprocess.run(command, capture_output=True, text=True, check=False)
             if child.returncode != 0:
                 raise RuntimeError(
-                    f"{jobs} jobs / {gpus} GPUs / {policy} failed:\n{child.stderr.strip()}"
+                    f"{jobs} jobs / {gpus} GPUs / {policy} failed: {_last_line(child.stderr)}"
                 )
             rows.append(json.loads(child.stdout.strip().splitlines()[-1]))
             if echo is not None:
                 echo(rows[-1])
     return rows
+
+
+def _last_line(stderr: str) -> str:
+    """The child's one-line error (the last non-blank line of its standard error)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else "no message (killed?)"
 
 
 def fitted_exponents(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -200,5 +225,22 @@ def _child(argv: Sequence[str] | None = None) -> None:
     print(json.dumps(one(int(jobs), int(gpus), policy, mechanics, args.days)))
 
 
+def _child_main() -> int:
+    """:func:`_child` with every failure reported in one line on standard error (the parent
+    repeats that line), never a traceback; 130 when interrupted."""
+    try:
+        _child()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("not enough memory for this size", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the parent reports it in one line
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    _child()
+    sys.exit(_child_main())

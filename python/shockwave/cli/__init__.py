@@ -1,112 +1,47 @@
-"""The ``shockwave`` command line.
+"""The ``shockwave`` command line (entry point ``shockwave.cli:main``).
 
-Each sub-command group lives in its own module and registers itself on the parser built by
-:func:`build_parser`; :func:`main` is the console-script entry point. Every failure is reported in
-one line on standard error with a distinct exit status (:mod:`shockwave.cli.exit_codes`), never
-with a traceback.
+This module is kept tiny on purpose: :func:`main` is the console script's entry point, and the
+command line proper (:mod:`shockwave.cli.app`: the parser, the commands, numpy, scipy and the
+policies, about a second of imports) is imported *inside* its handling of Ctrl-C, so that an
+interruption at any moment, even while those modules load, ends with ``shockwave: interrupted``
+and exit status 130, never a ``KeyboardInterrupt`` traceback. Every other failure is reported in
+one line with a distinct exit status (:mod:`shockwave.cli.exit_codes`).
+
+(The ``shockwave`` package's own ``__init__`` runs before this module, as for any submodule; it
+imports little, and an interruption within it is outside the command line's reach.)
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import os
 import sys
-import traceback
 from collections.abc import Sequence
+from typing import Any
 
-from shockwave import __version__
-from shockwave.cli import (
-    bench_commands,
-    cluster_commands,
-    exit_codes,
-    simulate_commands,
-    sweep_commands,
-    trace_commands,
-)
-from shockwave.cli.exit_codes import CliError
-from shockwave.errors import JobFieldError, TraceError
-from shockwave.sim.errors import PolicyOutputError, SimulationStalledError
-from shockwave.traces.generator_parameters import GeneratorParameterError
-
-#: Modules that add sub-commands: each has ``register(subparsers)``.
-COMMAND_MODULES = (
-    trace_commands,
-    simulate_commands,
-    sweep_commands,
-    cluster_commands,
-    bench_commands,
-)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
-        prog="shockwave",
-        description="Fair and efficient GPU-cluster scheduling for adapting ML jobs.",
-        epilog=exit_codes.EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"shockwave {__version__}")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in COMMAND_MODULES:
-        module.register(subparsers)
-    return parser
+#: The exit status of an interruption (``exit_codes.INTERRUPTED``, written here so that nothing
+#: needs importing when Ctrl-C comes early).
+_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (see :mod:`shockwave.cli.exit_codes`)."""
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        from shockwave.cli.app import run
+
+        return run(argv)
     except KeyboardInterrupt:
-        return _report("interrupted", exit_codes.INTERRUPTED, prefix="")
-    try:
-        status: int = args.handler(args)
-    except KeyboardInterrupt:
-        return _report("interrupted", exit_codes.INTERRUPTED, prefix="")
-    except CliError as exc:
-        return _report(str(exc), exc.status)
-    except (SimulationStalledError, PolicyOutputError) as exc:
-        return _report(f"the run failed: {exc}", exit_codes.RUN_FAILED)
-    except (TraceError, JobFieldError) as exc:
-        return _report(str(exc), exit_codes.INPUT)
-    except GeneratorParameterError as exc:
-        return _report(str(exc), exit_codes.USAGE)
-    except MemoryError:
-        return _report("not enough memory for this input", exit_codes.INPUT)
-    except BrokenPipeError:  # the reader of our output went away (| head): nothing to say
-        _silence_stdout()
-        return exit_codes.OUTPUT
-    except (ValueError, OverflowError) as exc:
-        return _report(str(exc), exit_codes.USAGE)
-    except OSError as exc:
-        return _report(_describe_os_error(exc), exit_codes.INPUT)
-    except Exception as exc:
-        if os.environ.get("SHOCKWAVE_DEBUG"):
-            traceback.print_exc()
-        return _report(
-            f"internal error ({type(exc).__name__}: {exc}); please report it "
-            "(SHOCKWAVE_DEBUG=1 shows the traceback)",
-            exit_codes.INTERNAL,
-        )
-    return status
+        with contextlib.suppress(OSError, ValueError, KeyboardInterrupt):
+            print("shockwave: interrupted", file=sys.stderr)
+        return _INTERRUPTED
 
 
-def _report(message: str, status: int, *, prefix: str = "error: ") -> int:
-    with contextlib.suppress(OSError, ValueError):
-        print(f"shockwave: {prefix}{message}", file=sys.stderr)
-    return status
+def __getattr__(name: str) -> Any:
+    """``build_parser`` and ``COMMAND_MODULES`` of :mod:`shockwave.cli.app`, loaded when asked."""
+    if name in ("build_parser", "COMMAND_MODULES", "run"):
+        from shockwave.cli import app
 
-
-def _describe_os_error(exc: OSError) -> str:
-    where = f"{exc.filename}: " if exc.filename else ""
-    return f"{where}{exc.strerror or exc}"
-
-
-def _silence_stdout() -> None:
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return getattr(app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":  # pragma: no cover

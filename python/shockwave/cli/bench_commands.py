@@ -9,7 +9,8 @@ from typing import Any
 
 from shockwave import __version__
 from shockwave.atomic import atomic_write_text
-from shockwave.cli.exit_codes import UsageError
+from shockwave.cli.exit_codes import OutputError, UsageError
+from shockwave.cli.paths import check_distinct_paths
 from shockwave.cli.simulate_commands import check_outputs
 from shockwave.scheduling import MECHANICS
 
@@ -116,15 +117,24 @@ def _sizes(text: str, option: str) -> list[Any]:
 
 
 def _write(args: argparse.Namespace, document: dict[str, Any], markdown: str) -> None:
-    if args.output:
-        atomic_write_text(args.output, json.dumps(document, indent=2) + "\n")
-    if args.markdown:
-        atomic_write_text(args.markdown, markdown)
+    for option, path, text in (
+        ("--output", args.output, json.dumps(document, indent=2) + "\n"),
+        ("--markdown", args.markdown, markdown),
+    ):
+        if not path:
+            continue
+        try:
+            atomic_write_text(path, text)
+        except OSError as exc:
+            raise OutputError(
+                f"{option} {path}: the write failed ({exc.strerror}); the previous file is intact"
+            ) from None
 
 
 def _scale(args: argparse.Namespace) -> int:
     from shockwave.bench import scale
 
+    check_distinct_paths({"--output": args.output, "--markdown": args.markdown})
     check_outputs({"--output": args.output, "--markdown": args.markdown})
     if args.quick and (args.sizes or args.policies):
         raise UsageError("--quick: sets --sizes and --policies itself; give one or the other")
@@ -137,6 +147,10 @@ def _scale(args: argparse.Namespace) -> int:
     from shockwave.policies import resolve_policy_name
 
     policies = [resolve_policy_name(p) for p in policies]
+    try:
+        scale.check_sizes(sizes)  # a size the generator refuses fails now, not in a child
+    except ValueError as exc:
+        raise UsageError(f"--sizes: {exc}") from None
     print(scale.HEADER)
     print("|" + "---|" * 12, flush=True)
     try:
@@ -164,6 +178,7 @@ def _scale(args: argparse.Namespace) -> int:
 def _market(args: argparse.Namespace) -> int:
     from shockwave.bench import market_table
 
+    check_distinct_paths({"--output": args.output, "--markdown": args.markdown})
     check_outputs({"--output": args.output, "--markdown": args.markdown})
     sizes = market_table.SIZES
     repeats = args.repeats

@@ -15,11 +15,13 @@ from typing import Any, TextIO
 from shockwave.atomic import atomic_write_text, check_writable
 from shockwave.cli import exit_codes
 from shockwave.cli.exit_codes import InputError, OutputError, UsageError
+from shockwave.cli.paths import check_distinct_paths
 from shockwave.metrics import SimulationResult
 from shockwave.policies import POLICIES, make_policy, policy_parameters, resolve_policy_name
 from shockwave.sim import MECHANICS, CheckpointSettings, Simulation, SimulationConfig
 from shockwave.sim.config import DEFAULT_ROUND_SECONDS
 from shockwave.sim.plan_view import check_same_jobs
+from shockwave.throughputs import BUNDLED_THROUGHPUTS
 from shockwave.traces import load_workload
 from shockwave.workload import Workload
 
@@ -169,6 +171,12 @@ def _simulate(args: argparse.Namespace) -> int:
         raise UsageError(f"--checkpoint-every must be >= 0 seconds, got {args.checkpoint_every}")
     checkpoint_path = args.checkpoint or args.resume
     outputs = {"--output": args.output, "--timing": args.timing, "--checkpoint": checkpoint_path}
+    # --resume FILE checkpoints on to FILE (by design); every other overlap destroys an input
+    check_distinct_paths(
+        outputs,
+        {**input_files(args), "--resume": args.resume},
+        replaces=[("--checkpoint", "--resume")],
+    )
     if args.resume:
         given = [f"--{name.replace('_', '-')}" for name in _RUN_OPTIONS if getattr(args, name)]
         if given:
@@ -225,6 +233,10 @@ def _compare(args: argparse.Namespace) -> int:
     if len(set(names)) != len(names):
         raise UsageError(f"--policies lists a policy twice: {args.policies}")
     outputs = {"--output": args.output, "--timing": args.timing}
+    plots: dict[str, str | None] = {}
+    if args.plots:
+        plots = {f"--plots ({name})": str(Path(args.plots) / name) for name in PLOT_FILES}
+    check_distinct_paths({**outputs, **plots}, input_files(args))
     if args.plots:
         _check_plot_directory(Path(args.plots))
     workload, config, parameters = _prepare(args, names, outputs)
@@ -252,6 +264,22 @@ def _compare(args: argparse.Namespace) -> int:
         timing = [{"policy": r.policy, **r.timing.to_dict()} for r in results]
         _write(args.timing, "--timing", json.dumps(timing, indent=1) + "\n")
     return 0
+
+
+#: The files ``compare --plots DIR`` writes into DIR.
+PLOT_FILES = ("jct_cdf.png", "ftf_cdf.png", "utilization.png")
+
+
+def input_files(args: argparse.Namespace) -> dict[str, str | None]:
+    """The input files a ``simulate`` or ``compare`` command line names (a bundled throughput
+    table's name, ``tacc``, is not a file)."""
+    throughputs = args.throughputs if args.throughputs not in BUNDLED_THROUGHPUTS else None
+    return {
+        "--trace": args.trace,
+        "--throughputs": throughputs,
+        "--actual": args.actual,
+        "--config": args.config,
+    }
 
 
 def check_outputs(outputs: Mapping[str, str | None]) -> None:

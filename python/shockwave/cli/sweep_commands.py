@@ -24,13 +24,16 @@ from typing import Any
 
 from shockwave.cli import exit_codes
 from shockwave.cli.exit_codes import InputError, OutputError, UsageError
+from shockwave.cli.paths import check_distinct_paths
+from shockwave.sweep.cells import DEFAULT_MAX_CELLS
 from shockwave.sweep.experiments import EXPERIMENTS, spec_file
 from shockwave.sweep.pool import ProcessPool, default_workers
 from shockwave.sweep.runner import Backend, SweepSummary, render_summary, run_sweep
+from shockwave.sweep.sources import FileRef, FileTrace
 from shockwave.sweep.spec import SpecError, SweepSpec, load_spec
 
 _SWEEP_USAGE = """shockwave sweep SPEC.toml --out DIR [--workers N | --ray [--ray-address A]]
-                       [--retry-failed] [--flush-every SECONDS]
+                       [--retry-failed] [--flush-every SECONDS] [--max-cells N]
        shockwave sweep report DIR [--baseline POLICY] [--no-figures]"""
 
 
@@ -91,6 +94,14 @@ def _run_arguments(parser: argparse.ArgumentParser, *, out_required: bool) -> No
     parser.add_argument("--retry-failed", action="store_true",
                         help="also run again the cells recorded as failed")  # fmt: skip
     parser.add_argument(
+        "--max-cells",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"refuse a grid of more than N cells before enumerating it (default "
+        f"{DEFAULT_MAX_CELLS:,}: a bigger grid is almost always a typo in the spec)",
+    )
+    parser.add_argument(
         "--flush-every",
         type=float,
         default=10.0,
@@ -123,7 +134,8 @@ def _sweep(args: argparse.Namespace) -> int:
     if not args.out:
         raise UsageError("sweep needs --out DIR")
     backend = _backend(args)
-    spec = _load(Path(args.target))
+    spec = _load(Path(args.target), args.max_cells, "SPEC.toml")
+    _check_out(Path(args.out), spec)
     out = _prepare_out(Path(args.out))
     summary = _run(spec, out, backend, args)
     if summary.interrupted:
@@ -135,7 +147,8 @@ def _sweep(args: argparse.Namespace) -> int:
 def _reproduce(args: argparse.Namespace) -> int:
     backend = _backend(args)
     with spec_file(args.name) as path:
-        spec = _load(path)
+        spec = _load(path, args.max_cells, "NAME")
+    _check_out(Path(args.out), spec)
     out = _prepare_out(Path(args.out))
     summary = _run(spec, out, backend, args)
     if summary.interrupted:
@@ -154,6 +167,7 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:
         "--ray-address": args.ray_address,
         "--retry-failed": args.retry_failed,
         "--flush-every": args.flush_every != 10.0,
+        "--max-cells": args.max_cells is not None,
     }
 
 
@@ -177,11 +191,33 @@ def _backend(args: argparse.Namespace) -> Backend:
     return RayCluster(args.ray_address, args.workers)
 
 
-def _load(path: Path) -> SweepSpec:
+def _load(path: Path, max_cells: int | None, what: str) -> SweepSpec:
+    if max_cells is not None and max_cells < 1:
+        raise UsageError(f"--max-cells must be >= 1, got {max_cells}")
     try:
-        return load_spec(path)
+        return load_spec(path, max_cells=DEFAULT_MAX_CELLS if max_cells is None else max_cells)
     except SpecError as exc:
         raise InputError(str(exc)) from None
+
+
+#: The files a sweep writes directly into ``--out`` (``report/`` holds the report's).
+_OUT_FILES = ("results.parquet", "jobs.parquet")
+
+
+def _check_out(out: Path, spec: SweepSpec) -> None:
+    """Refuse an ``--out`` that is (or whose result files are) the spec or one of its files."""
+    inputs: dict[str, str | None] = {"the spec": str(spec.path)}
+    for trace in spec.traces:
+        source = trace.source
+        if isinstance(source, FileTrace):
+            inputs[f"the spec's trace {trace.label!r}"] = source.file.path
+            if isinstance(source.throughputs, FileRef):
+                inputs[f"the throughputs of {trace.label!r}"] = source.throughputs.path
+        elif isinstance(source.throughputs, FileRef):
+            inputs[f"the throughputs of {trace.label!r}"] = source.throughputs.path
+    outputs: dict[str, str | None] = {"--out": str(out)}
+    outputs.update({f"--out ({name})": str(out / name) for name in _OUT_FILES})
+    check_distinct_paths(outputs, inputs)
 
 
 def _prepare_out(out: Path) -> Path:

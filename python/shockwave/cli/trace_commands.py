@@ -6,7 +6,9 @@ import argparse
 from typing import Any
 
 from shockwave.cli.exit_codes import OutputError, UsageError
+from shockwave.cli.paths import check_distinct_paths
 from shockwave.cli.simulate_commands import check_outputs
+from shockwave.throughputs import BUNDLED_THROUGHPUTS
 from shockwave.traces import load_workload, summarize, write_native
 from shockwave.traces.generate import write_generated
 from shockwave.traces.generator_parameters import (
@@ -117,6 +119,12 @@ def register(subparsers: Any) -> None:
         "--sample", type=float, metavar="FRACTION",
         help="keep each job with this probability (seeded by --seed and the job's id)",
     )  # fmt: skip
+    production.add_argument(
+        "--time-unit", choices=("s", "ms"), default=None,
+        help="the unit of the trace's numeric times (pai, tiresias; --start/--end too): "
+        "seconds (default) or milliseconds. Without it, a run time or a spread of submissions "
+        "of more than a year is refused as probably milliseconds",
+    )  # fmt: skip
     convert.set_defaults(handler=_convert)
 
     _register_generate(commands)
@@ -142,12 +150,22 @@ def _inspect(args: argparse.Namespace) -> int:
 #: ``trace convert`` options that only production traces take.
 _PRODUCTION_OPTIONS = (
     "seed", "mode", "start", "end", "status", "vc", "min_gpus", "max_gpus", "max_jobs", "sample",
+    "time_unit",
 )  # fmt: skip
+
+
+def _throughputs_file(value: str | None) -> str | None:
+    """``--throughputs`` when it names a file (not a bundled table such as ``tacc``)."""
+    return None if value is None or value in BUNDLED_THROUGHPUTS else value
 
 
 def _convert(args: argparse.Namespace) -> int:
     if not str(args.output).endswith(".jsonl"):
         raise UsageError(f"--output must end in .jsonl, got {args.output!r}")
+    check_distinct_paths(
+        {"--output": args.output},
+        {"PATH": args.trace, "--throughputs": _throughputs_file(args.throughputs)},
+    )
     if args.source is not None:
         return _convert_production(args)
     given = [name for name in _PRODUCTION_OPTIONS if getattr(args, name) is not None]
@@ -190,6 +208,7 @@ def _convert_production(args: argparse.Namespace) -> int:
             max_gpus=args.max_gpus,
             max_jobs=args.max_jobs,
             sample=args.sample,
+            time_unit=args.time_unit,
         )
         check_outputs({"--output": args.output})
         try:
@@ -355,6 +374,9 @@ def _generate(args: argparse.Namespace) -> int:
                 "load", f"{args.load:g} over {args.days:g} days makes no job; raise it"
             )
     parameters = GeneratorParameters(**values)
+    check_distinct_paths(
+        {"--output": args.output}, {"--throughputs": _throughputs_file(args.throughputs)}
+    )
     check_outputs({"--output": args.output})
     try:
         jobs = write_generated(parameters, args.output)

@@ -31,6 +31,14 @@ SIMULATION_DEFAULTS: dict[str, Any] = {
 }
 
 
+#: The largest grid a spec may describe unless told otherwise (``shockwave sweep --max-cells``):
+#: a sweep is sized (the product of its axes' lengths) before its cells are enumerated, and a
+#: bigger one is refused. 100,000 cells of the canonical trace are about 8 hours on 32 cores and
+#: about 70 MB of cell descriptions; a million is almost always a typo (a ``seeds`` list or a
+#: ``[params]`` axis much longer than meant).
+DEFAULT_MAX_CELLS = 100_000
+
+
 def canonical_json(value: Any) -> str:
     """Compact JSON with sorted keys: equal values give equal text (floats as ``repr``)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)

@@ -21,7 +21,10 @@
     [params.shockwave]                     # optional grid per policy: the product is swept;
     planning_rounds = [10, 20, 40]         # [[params.shockwave]] tables: the union of grids
 
-:func:`load_spec` checks everything before a cell runs: unknown keys (named), types and values
+:func:`load_spec` first sizes the grid (the product of its axes' lengths, before anything is
+enumerated) and refuses one of more than ``max_cells`` cells (default
+:data:`~shockwave.sweep.cells.DEFAULT_MAX_CELLS`, 100,000), naming the axes; then it checks
+everything before a cell runs: unknown keys (named), types and values
 (each policy is built with each of its parameter settings, each simulation setting is checked),
 files (each trace file is read and its jobs are checked against the cluster), generator
 parameters. Every problem raises :class:`SpecError` naming the file and the key.
@@ -42,7 +45,7 @@ from shockwave.errors import JobFieldError, TraceError
 from shockwave.policies import make_policy, policy_parameters, resolve_policy_name
 from shockwave.scheduling import MECHANICS, SimulationConfig
 from shockwave.sim import Simulation
-from shockwave.sweep.cells import SIMULATION_DEFAULTS, Cell, canonical_json
+from shockwave.sweep.cells import DEFAULT_MAX_CELLS, SIMULATION_DEFAULTS, Cell, canonical_json
 from shockwave.sweep.sources import FileRef, FileTrace, GeneratedTrace, Throughputs, TraceSource
 from shockwave.throughputs import BUNDLED_THROUGHPUTS, ThroughputTable
 from shockwave.traces import load_workload
@@ -146,11 +149,11 @@ class SweepSpec:
         return list(cells.values())
 
 
-def load_spec(path: str | Path) -> SweepSpec:
-    """Read and check a sweep spec (module notes).
+def load_spec(path: str | Path, *, max_cells: int = DEFAULT_MAX_CELLS) -> SweepSpec:
+    """Read and check a sweep spec (module notes); refuse a grid of more than ``max_cells``.
 
     Raises:
-        SpecError: naming the file, the key and the problem.
+        SpecError: naming the file, the key and the problem (the axes, for a grid too big).
     """
     path = Path(path)
     if path.suffix != ".toml":
@@ -161,10 +164,10 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise SpecError(path, "", f"cannot read ({exc.strerror})") from None
     except UnicodeDecodeError:
         raise SpecError(path, "", "not a UTF-8 text file") from None
-    return parse_spec(text, path)
+    return parse_spec(text, path, max_cells=max_cells)
 
 
-def parse_spec(text: str, path: Path) -> SweepSpec:
+def parse_spec(text: str, path: Path, *, max_cells: int = DEFAULT_MAX_CELLS) -> SweepSpec:
     """Check the spec ``text`` read from ``path`` (relative paths are relative to its directory).
 
     Raises:
@@ -172,6 +175,7 @@ def parse_spec(text: str, path: Path) -> SweepSpec:
     """
     data = _parse_toml(text, path)
     _check_keys(path, "", data, TOP_KEYS)
+    _check_size(path, data, max_cells)
     policies = tuple(_policies(path, _required(path, data, "policies")))
     mechanics = tuple(_strings(path, "mechanics", data.get("mechanics", ["exact"])))
     for m in mechanics:
@@ -202,6 +206,65 @@ def parse_spec(text: str, path: Path) -> SweepSpec:
         parameters=parameters,
         simulation=simulation,
     )
+
+
+# -------------------------------------------------------------------------------- the size
+def grid_axes(data: Mapping[str, Any]) -> dict[str, int]:
+    """The lengths of a parsed spec's axes, read without enumerating anything (malformed values
+    count as one: they are refused, named, afterwards). Their product bounds the cells (it is
+    the number of cells unless settings coincide)."""
+
+    def length(value: Any) -> int:
+        return len(value) if isinstance(value, list) else 1
+
+    def product(table: Any) -> int:
+        return math.prod(length(v) for v in table.values()) if isinstance(table, dict) else 1
+
+    policies = data.get("policies")
+    names = policies if isinstance(policies, list) else []
+    grids: dict[str, int] = {}
+    params = data.get("params")
+    for key, tables in params.items() if isinstance(params, dict) else ():
+        tables = tables if isinstance(tables, list) else [tables]
+        grids[_canonical_name(key)] = sum(product(t) for t in tables)
+    settings = sum(grids.get(_canonical_name(n), 1) for n in names) if names else 1
+    workloads = 0
+    traces = data.get("traces")
+    for table in traces if isinstance(traces, list) else ():
+        if not isinstance(table, dict):
+            workloads += 1
+            continue
+        generate = table.get("generate")
+        generate = generate if isinstance(generate, dict) else {}
+        gpus = table.get("gpus", generate.get("gpus"))
+        workloads += length(generate.get("seed")) * length(gpus)
+    return {
+        "traces x GPUs": max(workloads, 1),
+        "mechanics": length(data.get("mechanics")),
+        "policy settings": max(settings, 1),
+        "simulation settings": product(data.get("simulation")),
+        "seeds": length(data.get("seeds")),
+    }
+
+
+def _canonical_name(name: Any) -> Any:
+    try:
+        return resolve_policy_name(name) if isinstance(name, str) else name
+    except ValueError:
+        return name
+
+
+def _check_size(path: Path, data: Mapping[str, Any], max_cells: int) -> None:
+    """Refuse a grid of more than ``max_cells`` cells, before anything is enumerated."""
+    axes = grid_axes(data)
+    cells = math.prod(axes.values())
+    if cells > max_cells:
+        sizes = " x ".join(f"{name} {n:,}" for name, n in axes.items())
+        raise SpecError(
+            path, "",
+            f"the grid has {cells:,} cells ({sizes}), more than the limit of {max_cells:,}; "
+            "shorten those axes (or pass --max-cells N to run it anyway)",
+        )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------ the tables

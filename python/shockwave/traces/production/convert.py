@@ -37,6 +37,7 @@ from shockwave.traces.production.fields import Where, format_datetime
 from shockwave.traces.production.helios import HeliosReader
 from shockwave.traces.production.options import (
     DROP_REASONS,
+    PLAUSIBLE_SECONDS,
     ConversionOptionError,
     ConversionOptions,
 )
@@ -88,6 +89,7 @@ class ConversionReport:
         origin: the submission time that is arrival 0, as the trace writes times.
         seed, mode, throughputs: the assignment's settings (``throughputs``: the table's source).
         filters: the filters given.
+        time_unit: ``--time-unit`` when given (``None``: seconds; written only when given).
     """
 
     source: str
@@ -101,9 +103,11 @@ class ConversionReport:
     mode: str
     throughputs: str
     filters: dict[str, Any] = field(default_factory=dict)
+    time_unit: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, as written in the native header."""
+        unit = {} if self.time_unit is None else {"time_unit": self.time_unit}
         return {
             "from": self.source,
             "input": self.input,
@@ -116,6 +120,7 @@ class ConversionReport:
             "mode": self.mode,
             "throughputs": self.throughputs,
             "filters": dict(self.filters),
+            **unit,
         }
 
     def render(self) -> str:
@@ -149,7 +154,8 @@ class _Filter:
     """Decides whether a job is kept, and else why not (all but ``--max-jobs``)."""
 
     def __init__(self, options: ConversionOptions, schema: SourceSchema) -> None:
-        self.low, self.high = options.window(schema)
+        low, high = options.window(schema)  # in the trace's unit; jobs are read in seconds
+        self.low, self.high = low / options.units_per_second, high / options.units_per_second
         self.statuses = {s.strip().casefold() for s in options.statuses}
         self.vcs = set(options.vcs)
         self.min_gpus = options.min_gpus if options.min_gpus is not None else 1
@@ -199,23 +205,51 @@ class _Plan:
     spooled: int = 0
 
 
+def _in_seconds(jobs: Iterator[SourceJob], units_per_second: int) -> Iterator[SourceJob]:
+    """The jobs with their submission and run times converted to seconds."""
+    if units_per_second == 1:
+        return jobs
+    return (
+        job._replace(submit=job.submit / units_per_second, duration=job.duration / units_per_second)
+        for job in jobs
+    )
+
+
+def _looks_like_milliseconds(where: Where, field: str, what: str) -> TraceError:
+    return where.error(
+        field,
+        f"{what}, more than a year ({PLAUSIBLE_SECONDS:g} s): the times look like "
+        "milliseconds; pass --time-unit ms (or --time-unit s to convert them as seconds)",
+    )
+
+
 def _survey(
     reader: SourceReader,
     keep: _Filter,
     assigner: JobAssigner,
-    max_jobs: int | None,
+    options: ConversionOptions,
     spool: BinaryIO,
 ) -> _Plan:
     """The first pass: counts, the origin, the ``--max-jobs`` cut; the jobs that pass the
-    filters go to ``spool``."""
+    filters go to ``spool``. Without ``time_unit``, a numeric-clock trace whose run times or
+    submissions span more than :data:`PLAUSIBLE_SECONDS` is refused (milliseconds, probably)."""
+    max_jobs = options.max_jobs
     plan = _Plan()
     schema = reader.schema
+    check_unit = schema.clock == "seconds" and options.time_unit is None
     submits = array("d")
     latest, latest_where = -math.inf, None
     dump = marshal.dump
     batch: list[tuple[Any, ...]] = []
-    for job in reader.jobs():
+    for job in _in_seconds(reader.jobs(), options.units_per_second):
         plan.read += 1
+        if check_unit and PLAUSIBLE_SECONDS < job.duration <= _MAX_RUN_SECONDS:
+            years = job.duration / (365.25 * 86_400)
+            raise _looks_like_milliseconds(
+                job.where,
+                schema.duration_field,
+                f"a run time of {job.duration:g} s ({years:.3g} years)",
+            )
         if keep.in_window(job) and job.submit < plan.origin:
             plan.origin = job.submit
         reason = keep.reason(job)
@@ -245,6 +279,11 @@ def _survey(
             f"submitted {latest - plan.origin:g} s after the first submission; at most "
             f"{MAX_SECONDS:g}",
         )
+    if check_unit and latest_where is not None and latest - plan.origin > PLAUSIBLE_SECONDS:
+        raise _looks_like_milliseconds(
+            latest_where, schema.submit_field,
+            f"submitted {latest - plan.origin:g} s after the first submission",
+        )  # fmt: skip
     if max_jobs is not None and plan.kept > max_jobs:
         values = np.frombuffer(submits, dtype=np.float64)
         plan.last_submit = float(np.partition(values, max_jobs - 1)[max_jobs - 1])
@@ -390,7 +429,7 @@ def _report(
             f"no job to convert: {plan.read} read" + (f" ({reasons})" if reasons else ""),
             path=path,
         )
-    origin: str | float = plan.origin
+    origin: str | float = plan.origin * options.units_per_second  # as the trace writes it
     if reader.schema.clock == "datetime":
         origin = format_datetime(plan.origin)
     return ConversionReport(
@@ -405,6 +444,7 @@ def _report(
         mode=options.mode,
         throughputs=table.source,
         filters=options.filters(),
+        time_unit=options.time_unit,
     )
 
 
@@ -432,7 +472,7 @@ def convert_production(
     reader, keep, assigner, table = _prepare(source, path, options)
     directory = Path(output).parent
     with tempfile.TemporaryFile(dir=directory if str(directory) else ".") as spool:
-        plan = _survey(reader, keep, assigner, options.max_jobs, spool)
+        plan = _survey(reader, keep, assigner, options, spool)
         report = _report(source, path, reader, plan, options, table)
         origin = plan.origin
         records = (
@@ -457,7 +497,7 @@ def read_production(
     options = options or ConversionOptions()
     reader, keep, assigner, table = _prepare(source, path, options)
     with tempfile.TemporaryFile() as spool:
-        plan = _survey(reader, keep, assigner, options.max_jobs, spool)
+        plan = _survey(reader, keep, assigner, options, spool)
         report = _report(source, path, reader, plan, options, table)
         jobs = tuple(
             _to_job(index, job, plan.origin, assigner, reader.schema)

@@ -14,6 +14,15 @@ from shockwave.throughputs import ThroughputTable
 from shockwave.traces.production.assignment import ASSIGNMENT_MODES, AssignmentMode
 from shockwave.traces.production.records import SourceSchema
 
+#: Units ``--time-unit`` accepts for traces that write times as numbers (PAI, Tiresias), with
+#: how many of them make a second.
+TIME_UNITS: dict[str, int] = {"s": 1, "ms": 1000}
+#: Longest run time, and longest spread of submissions, that a trace in seconds is believed to
+#: have without ``--time-unit``: a year (366 days). Beyond it the times look like milliseconds
+#: (a 53-day job written in ms reads as 146 years) and the conversion is refused with a hint;
+#: ``--time-unit s`` converts such a trace as seconds all the same, ``--time-unit ms`` as ms.
+PLAUSIBLE_SECONDS = 366 * 86_400.0
+
 #: Largest seed (it is written in decimal into the hashed text; any integer would do).
 MAX_SEED = 2**63 - 1
 
@@ -64,6 +73,10 @@ class ConversionOptions:
         min_gpus, max_gpus: keep only gangs in this range; ``None``: unbounded.
         max_jobs: keep at most this many jobs: the earliest submitted (ties in file order).
         sample: keep each job with this probability (a seeded draw from its id), in ``(0, 1]``.
+        time_unit: the unit of a numeric-clock trace's times (PAI, Tiresias): ``"s"`` or
+            ``"ms"``; ``None``: seconds, and a run time or a spread of submissions beyond
+            :data:`PLAUSIBLE_SECONDS` is refused as probably milliseconds. ``start``/``end``
+            are in this unit, as the trace writes them.
     """
 
     throughputs: ThroughputTable | str | PathLike[str] = "tacc"
@@ -77,6 +90,7 @@ class ConversionOptions:
     max_gpus: int | None = None
     max_jobs: int | None = None
     sample: float | None = None
+    time_unit: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "statuses", tuple(self.statuses))
@@ -107,6 +121,10 @@ class ConversionOptions:
             raise ConversionOptionError(
                 "--sample", f"must be a fraction in (0, 1], got {self.sample!r}"
             )
+        if self.time_unit is not None and self.time_unit not in TIME_UNITS:
+            raise ConversionOptionError(
+                "--time-unit", f"must be one of {', '.join(TIME_UNITS)}, got {self.time_unit!r}"
+            )
         for option, values in (("--status", self.statuses), ("--vc", self.vcs)):
             if not all(isinstance(v, str) and v.strip() for v in values):
                 raise ConversionOptionError(option, f"must be non-empty names, got {values!r}")
@@ -132,7 +150,17 @@ class ConversionOptions:
             raise ConversionOptionError(
                 "--vc", f"the {schema.name} trace records no virtual cluster"
             )
+        if self.time_unit is not None and schema.clock != "seconds":
+            raise ConversionOptionError(
+                "--time-unit",
+                f"the {schema.name} trace writes date-times (its times have no unit to choose)",
+            )
         self.window(schema)
+
+    @property
+    def units_per_second(self) -> int:
+        """Units of the trace's numeric times in a second (1 unless ``time_unit="ms"``)."""
+        return TIME_UNITS[self.time_unit or "s"]
 
     def filters(self) -> dict[str, Any]:
         """The filters in use, JSON-ready (for the output's provenance)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,32 @@ settings.register_profile("deterministic", derandomize=True)
 settings.register_profile("explore", derandomize=False, max_examples=1000)
 settings.register_profile("fuzz", derandomize=False, max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def machine_profile_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A private cache of this machine's profile for the whole suite (``SHOCKWAVE_CACHE_DIR``,
+    inherited by the command lines the tests start), holding a stand-in profile: the bundled
+    ``cluster`` table with fixed runtime costs, so that ``cluster generate`` and ``cluster run``
+    do not spend a minute measuring this machine in every test. The test that measures a real
+    profile points the variable elsewhere."""
+    from shockwave.runtime.machine import ENV_CACHE_DIR, machine_id, profile_cache_path
+    from shockwave.runtime.profile import write_throughput_file
+    from shockwave.throughputs import RuntimeCosts, ThroughputTable
+
+    directory = tmp_path_factory.mktemp("shockwave-cache")
+    previous = os.environ.get(ENV_CACHE_DIR)
+    os.environ[ENV_CACHE_DIR] = str(directory)
+    table = ThroughputTable.bundled("cluster")
+    costs = RuntimeCosts(restart_seconds=0.3, round_overhead_seconds=0.01, machine=machine_id())
+    path = profile_cache_path()
+    path.parent.mkdir(parents=True)
+    write_throughput_file(ThroughputTable(table.entries, costs=costs), path)
+    yield directory
+    if previous is None:
+        del os.environ[ENV_CACHE_DIR]
+    else:
+        os.environ[ENV_CACHE_DIR] = previous
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from shockwave.cli import main
 from shockwave.job.families import FAMILIES
 from shockwave.runtime.generate import (
     ACCORDION_PLANNED_CRITICAL,
-    GNS_PLANNED_EPOCHS_PER_STEP,
+    GNS_PLANNED_FIRST_EPOCHS,
     generate_real_workload,
     job_regimes,
     planned_schedule,
@@ -64,9 +64,12 @@ def test_planned_schedules(family: str) -> None:
         plan = planned_schedule("gns", regimes, epochs, family).tolist()
         assert plan == sorted(plan)  # climbs, never comes down
         assert sorted(set(plan)) == regimes  # every regime appears
-    step = GNS_PLANNED_EPOCHS_PER_STEP[family]
+    firsts = GNS_PLANNED_FIRST_EPOCHS[(family, 16)]
     long = planned_schedule("gns", regimes, 500, family).tolist()
-    assert long.index(regimes[1]) == step and long.index(regimes[-1]) == step * (len(regimes) - 1)
+    assert [long.index(regime) for regime in regimes[1:]] == list(firsts)
+    short = planned_schedule("gns", regimes, 7, family).tolist()  # starts as calibrated,
+    assert short[:2] == [16, 16 if firsts[0] >= 2 else regimes[1]]
+    assert short[-3:] == regimes[-3:]  # climbs through the regimes it would not reach
     small, large = job_regimes(FAMILIES[family], "accordion", 32)
     plan = planned_schedule("accordion", [small, large], 50).tolist()
     assert plan[:ACCORDION_PLANNED_CRITICAL] == [small] * ACCORDION_PLANNED_CRITICAL

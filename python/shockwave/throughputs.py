@@ -30,6 +30,67 @@ _KEY = re.compile(r"^\('(?P<job_type>[^']+)', (?P<gang>\d+)\)$")
 #: ``shockwave cluster profile`` on the project's 2-core development machine (one CPU thread per
 #: slot), the default of ``shockwave cluster generate``.
 BUNDLED_THROUGHPUTS: tuple[str, ...] = ("tacc", "wisr", "cluster")
+#: The top-level key of a throughput file that holds what ``shockwave cluster profile`` measured
+#: besides throughputs (:class:`RuntimeCosts`); it is not a worker type.
+COSTS_KEY = "shockwave"
+
+
+@dataclass(frozen=True)
+class RuntimeCosts:
+    """What a real run on a machine costs besides training, as ``shockwave cluster profile``
+    measures it there (the simulator's ``restart_penalty_seconds`` and
+    ``round_overhead_seconds`` for a prediction of a real run).
+
+    Attributes:
+        restart_seconds: training time a job that (re)starts loses in its round: from the
+            round's dispatch to its first step (waiting for the job it replaces to checkpoint
+            and exit, process start-up, restore), seconds.
+        round_overhead_seconds: training time every running job loses at each round boundary
+            (reporting, the decision, the new lease), seconds.
+        machine: the machine it was measured on (:func:`shockwave.runtime.machine.machine_id`),
+            or ``""``.
+    """
+
+    restart_seconds: float
+    round_overhead_seconds: float
+    machine: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("restart_seconds", "round_overhead_seconds"):
+            value = getattr(self, name)
+            if not is_number(value, numpy=False) or not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"costs.{name} must be a finite number >= 0, got {value!r}")
+            if value > 3600:
+                raise ValueError(f"costs.{name} must be at most 3600 s, got {value!r}")
+        if not isinstance(self.machine, str):
+            raise ValueError(f"costs.machine must be a string, got {self.machine!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the ``costs`` header key of a native workload)."""
+        return {
+            "restart_seconds": self.restart_seconds,
+            "round_overhead_seconds": self.round_overhead_seconds,
+            "machine": self.machine,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "<memory>") -> RuntimeCosts:
+        """Inverse of :meth:`to_dict`; raises :class:`TraceError` naming the field."""
+        if not isinstance(data, dict):
+            raise TraceError("costs must be an object", path=source, field="costs")
+        unknown = sorted(set(data) - {"restart_seconds", "round_overhead_seconds", "machine"})
+        if unknown:
+            raise TraceError(f"unknown key {unknown[0]!r}", path=source, field="costs")
+        try:
+            return cls(
+                restart_seconds=data["restart_seconds"],
+                round_overhead_seconds=data["round_overhead_seconds"],
+                machine=data.get("machine", ""),
+            )
+        except KeyError as exc:
+            raise TraceError(f"{exc.args[0]!r} is missing", path=source, field="costs") from None
+        except ValueError as exc:
+            raise TraceError(str(exc), path=source, field="costs") from None
 
 
 def parse_job_type(job_type: str) -> tuple[str, int]:
@@ -59,6 +120,9 @@ class ThroughputTable:
 
     entries: Mapping[tuple[str, int, int], float]
     source: str = field(default="<memory>", compare=False)
+    #: what a real run costs on the machine the table was measured on (a table of
+    #: ``shockwave cluster profile``), or ``None``
+    costs: RuntimeCosts | None = field(default=None, compare=False)
 
     def isolated(self, model: str, batch_size: int, gang_size: int) -> float:
         """Isolated throughput (iterations/s) of ``model`` at ``batch_size`` on ``gang_size`` GPUs.
@@ -89,7 +153,9 @@ class ThroughputTable:
         """The sub-table of the given models (what a workload file needs to carry)."""
         keep = set(models)
         return ThroughputTable(
-            {k: v for k, v in self.entries.items() if k[0] in keep}, source=self.source
+            {k: v for k, v in self.entries.items() if k[0] in keep},
+            source=self.source,
+            costs=self.costs,
         )
 
     def to_dict(self) -> dict[str, dict[str, dict[str, float]]]:
@@ -159,6 +225,10 @@ class ThroughputTable:
 
     @classmethod
     def _from_original(cls, raw: Any, worker_type: str | None, source: str) -> ThroughputTable:
+        costs = None
+        if isinstance(raw, dict) and COSTS_KEY in raw:
+            costs = RuntimeCosts.from_dict(raw[COSTS_KEY], source=source)
+            raw = {key: value for key, value in raw.items() if key != COSTS_KEY}
         if worker_type is None:
             kinds = list(raw) if isinstance(raw, dict) else []
             worker_type = "v100" if "v100" in kinds or len(kinds) != 1 else kinds[0]
@@ -186,7 +256,7 @@ class ThroughputTable:
             raise TraceError(
                 f"no throughputs under {worker_type!r}", path=source, field=worker_type
             )
-        return cls(entries, source=source)
+        return cls(entries, source=source, costs=costs)
 
 
 def _check_throughput(value: Any, source: str, key: str) -> float:

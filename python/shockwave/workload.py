@@ -29,7 +29,7 @@ from shockwave.limits import (
     MIN_EPOCH_SECONDS,
     MIN_WEIGHT,
 )
-from shockwave.throughputs import ThroughputTable, format_job_type
+from shockwave.throughputs import RuntimeCosts, ThroughputTable, format_job_type
 
 #: Text fields of a job converted from a production trace (see :class:`Job`).
 PROVENANCE_FIELDS = ("source_id", "user", "vc", "status")
@@ -415,12 +415,16 @@ class Workload:
         conversion: for a workload converted from a production cluster trace, what the
             conversion did (:mod:`shockwave.traces.production`: the source, the jobs kept and
             dropped and why, the seed and settings), as JSON-ready data; ``None`` otherwise.
+        costs: for a runnable workload, what a real run costs on the machine its throughputs
+            were measured on (restart and round overhead, from ``shockwave cluster profile``):
+            ``shockwave simulate`` takes them as its defaults; ``None`` otherwise.
     """
 
     jobs: tuple[Job, ...]
     throughputs: ThroughputTable | None = None
     source: str = field(default="<memory>", compare=False)
     conversion: Mapping[str, Any] | None = field(default=None, compare=False)
+    costs: RuntimeCosts | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "jobs", tuple(self.jobs))

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import sys
 import time
@@ -16,12 +17,16 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from shockwave.atomic import atomic_write_text
+from shockwave.atomic import check_writable
 from shockwave.catalog import ADAPTATION_MODES
 from shockwave.cli import exit_codes
+from shockwave.cli.exit_codes import InputError, OutputError
+from shockwave.cli.paths import check_distinct_paths
 from shockwave.cli.simulate_commands import read_config, render_summary
 from shockwave.policies import POLICIES, resolve_policy_name
+from shockwave.runtime import RunDirectoryBusyError
 from shockwave.runtime.config import DEFAULT_RUN_ROUND_SECONDS, EXECUTORS, RuntimeConfig
+from shockwave.throughputs import ThroughputTable
 from shockwave.traces import load_throughputs, load_workload, write_native
 
 if TYPE_CHECKING:
@@ -42,17 +47,26 @@ def register(subparsers: Any) -> None:
     profile = commands.add_parser(
         "profile",
         help="measure the bundled families' throughput on this machine",
-        description="Measure the isolated throughput (iterations/s) of every bundled family at "
-        "each of its batch sizes on 1, 2, ... slots, and write a throughput table in the "
-        "original artifact's JSON layout.",
+        description="Measure the throughput (iterations/s) of every bundled family at each of "
+        "its batch sizes on 1, 2, ... slots, on a full machine, and what a real run costs here "
+        "(a restart, a round's turnaround); cache it as this machine's profile (used by "
+        "'cluster generate', 'cluster run' and '--throughputs machine') and write it in the "
+        "original artifact's JSON layout with -o.",
     )
-    profile.add_argument("-o", "--output", required=True, metavar="T.json")
+    profile.add_argument(
+        "-o", "--output", metavar="T.json", help="also write the table here (it is cached anyway)"
+    )
     profile.add_argument("--families", metavar="A,B", help="families to measure (default: all)")
     profile.add_argument(
         "--gangs", metavar="1,2", help="gang sizes (default: powers of two up to the cores, <= 8)"
     )
     profile.add_argument(
         "--seconds", type=float, default=2.0, help="measuring time per entry (default 2 s)"
+    )
+    profile.add_argument(
+        "--alone",
+        action="store_true",
+        help="measure each entry alone (default: on a full machine, as jobs of a run train)",
     )
     profile.set_defaults(handler=_profile)
 
@@ -71,10 +85,10 @@ def register(subparsers: Any) -> None:
     generate.add_argument("--seed", type=int, default=0, help="seed of every draw (default 0)")
     generate.add_argument(
         "--throughputs",
-        default="cluster",
+        default="machine",
         metavar="T.json",
-        help="throughput table from 'cluster profile' (default: the bundled one, measured on "
-        "the project's 2-core machine)",
+        help="throughput table from 'cluster profile' (default 'machine': this machine's own "
+        "profile, measured once and cached; 'cluster' is the bundled table of another machine)",
     )
     generate.add_argument("--families", metavar="A,B", help="families to draw (default: all)")
     generate.add_argument(
@@ -115,7 +129,9 @@ def register(subparsers: Any) -> None:
     run.add_argument(
         "--throughputs",
         metavar="T.json",
-        help="replace the workload's throughput table (recomputes its planned epoch durations)",
+        help="the throughput table the plans and finish-time fairness rest on (default "
+        "'machine': this machine's own profile, measured once and cached); the workload's "
+        "planned epoch durations are recomputed from it",
     )
     run.add_argument("--config", metavar="FILE", help="TOML/JSON policy parameters")
     run.add_argument(
@@ -153,9 +169,14 @@ def register(subparsers: Any) -> None:
 
 # ------------------------------------------------------------------------------- profile
 def _profile(args: argparse.Namespace) -> int:
+    from shockwave.runtime.machine import (
+        measure_costs,
+        profile_cache_path,
+        refresh_machine_profile,
+    )
     from shockwave.runtime.profile import profile_families, write_throughput_file
 
-    output = _writable(args.output)
+    output = _writable(args.output) if args.output else None
     families = _split(args.families)
     gangs = [_integer(g, "--gangs") for g in _split(args.gangs)] if args.gangs else None
     if not args.seconds > 0:
@@ -163,12 +184,36 @@ def _profile(args: argparse.Namespace) -> int:
     started = time.monotonic()
 
     def show(family: str, batch_size: int, gang: int, rate: float) -> None:
-        print(f"{family:16s} batch {batch_size:4d}  gang {gang}  {rate:10.1f} it/s")
+        print(f"{family:16s} batch {batch_size:4d}  gang {gang}  {rate:10.1f} it/s", flush=True)
 
-    table = profile_families(families or None, gangs, seconds=args.seconds, progress=show)
-    write_throughput_file(table, output)
-    print(f"wrote {output} ({len(table.entries)} entries, {time.monotonic() - started:.0f} s)")
+    if families or gangs or args.alone:  # a partial or alone-measured table is not the profile
+        table = profile_families(
+            families or None, gangs, seconds=args.seconds, contended=not args.alone, progress=show
+        )
+        table = dataclasses.replace(table, costs=measure_costs(table))
+    else:
+        table = refresh_machine_profile(seconds=args.seconds, progress=show)
+        print(f"cached as this machine's profile: {profile_cache_path()}")
+    costs = table.costs
+    if costs is not None:
+        print(
+            f"runtime costs: restart {costs.restart_seconds:.2f} s, round turnaround "
+            f"{costs.round_overhead_seconds:.3f} s"
+        )
+    if output is not None:
+        write_throughput_file(table, output)
+        print(f"wrote {output} ({len(table.entries)} entries)")
+    print(f"measured in {time.monotonic() - started:.0f} s")
     return 0
+
+
+def _table(name: str) -> ThroughputTable:
+    """A throughput table by name or path; ``machine`` is measured first if it never was."""
+    if name == "machine":
+        from shockwave.runtime.machine import machine_profile
+
+        return machine_profile(note=lambda line: print(line, file=sys.stderr, flush=True))
+    return load_throughputs(name)
 
 
 # ------------------------------------------------------------------------------ generate
@@ -178,7 +223,7 @@ def _generate(args: argparse.Namespace) -> int:
     output = _writable(args.output)
     if output.suffix != ".jsonl":
         raise ValueError(f"-o {args.output}: a runnable workload is a native .jsonl file")
-    table = load_throughputs(args.throughputs)
+    table = _table(args.throughputs)
     modes = _split(args.modes) or list(ADAPTATION_MODES)
     workload = generate_real_workload(
         args.jobs,
@@ -194,7 +239,8 @@ def _generate(args: argparse.Namespace) -> int:
     work = sum(job.exclusive_gpu_seconds for job in workload.jobs)
     print(
         f"wrote {output}: {len(workload)} jobs, {work / 60:.1f} GPU-minutes of exclusive work "
-        f"on {args.gpus} GPUs (about {work / 60 / args.gpus:.1f} minutes of a full cluster)"
+        f"on {args.gpus} GPUs (about {work / 60 / args.gpus:.1f} minutes of a full cluster), "
+        f"planned with {table.source}"
     )
     return 0
 
@@ -227,7 +273,8 @@ def _realized(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from shockwave.runtime import resume_run
 
-    output = _writable(args.output) if args.output else None
+    output = _writable(args.output, "--output").absolute() if args.output else None
+    check_distinct_paths({"--output": args.output}, {"--workload": args.workload})
     display = LiveDisplay(sys.stderr)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -248,16 +295,19 @@ def _run(args: argparse.Namespace) -> int:
                 raise ValueError(
                     f"--resume takes its settings from the run directory; drop {', '.join(extra)}"
                 )
+            if output is not None:
+                raise ValueError("--resume writes the run's own --output; drop --output")
             result = resume_run(args.resume, progress=display.update)
         else:
-            result = _start_run(args, display)
+            result = _start_run(args, display, output)
+    except RunDirectoryBusyError as exc:
+        raise OutputError(str(exc)) from None
     finally:
         display.close()
         signal.signal(signal.SIGTERM, previous)
     print(render_run(result))
-    if output is not None:
-        atomic_write_text(output, result.to_json(indent=1) + "\n")
-        print(f"wrote {output}")
+    if result.output is not None:
+        print(f"wrote {result.output}")
     print(f"run directory: {result.run_dir} (result.json, journal.sqlite, logs/, checkpoints/)")
     if result.incomplete:
         print(
@@ -268,8 +318,9 @@ def _run(args: argparse.Namespace) -> int:
     return exit_codes.RUN_FAILED if result.failed_jobs else exit_codes.OK
 
 
-def _start_run(args: argparse.Namespace, display: LiveDisplay) -> RunResult:
+def _start_run(args: argparse.Namespace, display: LiveDisplay, output: Path | None) -> RunResult:
     from shockwave.runtime import run_workload
+    from shockwave.runtime.executor import check_runnable
 
     missing = [
         flag
@@ -294,9 +345,13 @@ def _start_run(args: argparse.Namespace, display: LiveDisplay) -> RunResult:
             raise ValueError(
                 f"{args.config}: [simulation] {unknown[0]!r} does not apply to real runs"
             )
-    workload = load_workload(args.workload, args.throughputs)
-    stem = Path(args.workload).stem
+    if args.ray_address and args.executor != "ray":
+        raise ValueError("--ray-address needs --executor ray")
+    workload_path = Path(args.workload).absolute()
+    stem = workload_path.stem
     run_dir = Path(args.run_dir or f"shockwave-runs/{stem}-{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise OutputError(f"--run-dir {run_dir}: exists and is not a directory")
     config = RuntimeConfig(
         gpus=args.gpus,
         round_seconds=args.round_seconds,
@@ -304,11 +359,21 @@ def _start_run(args: argparse.Namespace, display: LiveDisplay) -> RunResult:
         ray_address=args.ray_address,
         max_restarts=args.max_restarts,
         run_dir=run_dir,
-        workdir=Path(args.workload).resolve().parent,
+        workdir=workload_path.parent,
+        output=output,
         **settings,
     )
-    if args.ray_address and args.executor != "ray":
-        raise ValueError("--ray-address needs --executor ray")
+    if output is not None and output == config.run_dir / "result.json":
+        raise OutputError(f"--output {output}: the run directory's own result file")
+    workload = load_workload(workload_path)  # a bad job fails here, before any profiling
+    for job in workload.jobs:
+        try:
+            check_runnable(job, config.gpus, config.workdir)
+        except ValueError as exc:
+            raise InputError(f"{args.workload}: {exc}") from None
+    table = _table(args.throughputs or "machine")
+    workload = load_workload(workload_path, table)
+    print(f"throughputs: {table.source}", file=sys.stderr, flush=True)
     return run_workload(
         workload, name, config, policy_parameters=parameters, progress=display.update
     )
@@ -347,6 +412,15 @@ class LiveDisplay:
             f"running {counts.get('running', 0) + counts.get('boundary', 0)}  "
             f"done {ended}/{engine.n}  failed {counts.get('failed', 0)}  crashes {crashes}"
         )
+        trouble = [
+            (int(engine.job_ids[j]), run)
+            for j, run in enumerate(engine.runs)
+            if run.error and (run.crashes or run.status == "failed")
+        ]
+        if trouble:  # the latest error of a job that crashes or failed, never hidden
+            job_id, run = trouble[-1]
+            what = "FAILED" if run.status == "failed" else f"crash {run.crashes}"
+            line += f"  [job {job_id} {what}: {_shorten(run.error or '', 70)}]"
         if self.tty:
             self.stream.write("\r" + line.ljust(100))
         else:
@@ -361,13 +435,25 @@ class LiveDisplay:
 
 
 def render_run(result: RunResult) -> str:
-    """The summary of a real run: the simulation summary plus what only reality has."""
-    lines = [render_summary(result)]
+    """The summary of a real run: what it covers first, then the simulation summary and what
+    only reality has."""
+    lines = []
+    if result.status != "completed":
+        lines.append(f"RUN {result.status.upper()}: aggregates below are over {result.aggregates}")
+        for job_id, error in zip(result.job_ids, result.errors, strict=True):
+            if job_id in result.failed_jobs:
+                lines.append(f"  job {job_id} failed: {error}")
+    lines.append(render_summary(result))
     launches = sum(result.launches)
     delays = [s[1] for starts in result.start_seconds for s in starts if s[1] > 0]
     waits = result.round_boundary_wait
     rows = [
         ("executor", f"{result.executor} ({result.slot_kind} slots)"),
+        ("throughputs", result.throughputs["source"]),
+        (
+            "measured / table",
+            "-" if result.profile_ratio is None else f"{result.profile_ratio:.2f} (median)",
+        ),
         (
             "processes",
             f"{launches} launches, {sum(result.preemptions)} preemptions, "
@@ -398,6 +484,11 @@ def render_run(result: RunResult) -> str:
 
 
 # ------------------------------------------------------------------------------- helpers
+def _shorten(text: str, width: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
 def _split(text: str | None) -> list[str]:
     return [part.strip() for part in (text or "").split(",") if part.strip()]
 
@@ -413,12 +504,12 @@ def _integer(text: str, flag: str) -> int:
         raise ValueError(f"{flag}: {text!r} is not an integer") from None
 
 
-def _writable(path_text: str) -> Path:
-    """Check an output path before any work starts."""
+def _writable(path_text: str, flag: str = "-o") -> Path:
+    """Check an output path before any work starts (exit 4: a directory, no such directory,
+    no permission)."""
     path = Path(path_text)
-    if path.is_dir():
-        raise ValueError(f"{path}: is a directory, not an output file")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise ValueError(f"{path}: directory {parent} does not exist")
+    try:
+        check_writable(path)
+    except OSError as exc:
+        raise OutputError(f"{flag} {path}: cannot be written ({exc.strerror})") from None
     return path

@@ -28,6 +28,7 @@ from shockwave.workload import Workload
 #: Keys of the optional ``[simulation]`` table of a ``--config`` file.
 SIMULATION_KEYS = (
     "restart_penalty_seconds",
+    "round_overhead_seconds",
     "throughput_noise",
     "recompute_interval_seconds",
     "max_rounds",
@@ -118,7 +119,8 @@ def register(subparsers: Any) -> None:
 
 #: Options of a run that a checkpoint already holds (refused with --resume).
 _RUN_OPTIONS = ("trace", "throughputs", "gpus", "mechanics", "round_seconds", "seed", "config",
-                "policy", "actual", "restart_penalty_seconds")  # fmt: skip
+                "policy", "actual", "restart_penalty_seconds",
+                "round_overhead_seconds")  # fmt: skip
 
 
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -153,8 +155,16 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         "--restart-penalty-seconds",
         type=float,
         metavar="S",
-        help="time a (re)started job loses at the start of its round (default 20 s, the "
-        "original's; real runs of the bundled jobs measure about 0.2-0.5 s)",
+        help="time a (re)started job loses at the start of its round (default: the "
+        "workload's measured cost if it carries one, as from 'cluster generate', else 20 s, "
+        "the original's)",
+    )
+    parser.add_argument(
+        "--round-overhead-seconds",
+        type=float,
+        metavar="S",
+        help="time every running job loses at each round boundary (exact mechanics; default: "
+        "the workload's measured cost if it carries one, else 0)",
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of every random draw (0)")
     parser.add_argument(
@@ -331,6 +341,7 @@ def _prepare(
         "seed": 0 if args.seed is None else args.seed,
         # the command line's options are checked alone first; a penalty of 0 always fits
         "restart_penalty_seconds": args.restart_penalty_seconds or 0.0,
+        "round_overhead_seconds": args.round_overhead_seconds or 0.0,
     }
     try:
         config = SimulationConfig(**options)
@@ -340,33 +351,58 @@ def _prepare(
     parameters: dict[str, dict[str, Any]] = {}
     if args.config:
         settings, parameters = read_config(Path(args.config))
-    if args.restart_penalty_seconds is None:
-        del options["restart_penalty_seconds"]  # the config's, or the default
-    elif "restart_penalty_seconds" in settings:
-        raise UsageError(
-            f"{args.config}: restart_penalty_seconds is set there and by "
-            "--restart-penalty-seconds; keep one"
-        )
+    for key in ("restart_penalty_seconds", "round_overhead_seconds"):
+        if getattr(args, key) is None:
+            del options[key]  # the config's, the workload's, or the default
+        elif key in settings:
+            raise UsageError(
+                f"{args.config}: {key} is set there and by --{key.replace('_', '-')}; keep one"
+            )
+    check_outputs(outputs)
+    workload = load_workload(args.trace, args.throughputs)
+    measured = _workload_costs(workload, {**options, **settings})
     try:
-        config = SimulationConfig(**options, **settings)
+        config = SimulationConfig(**options, **settings, **measured)
     except (ValueError, TypeError) as exc:
         if args.config:
             raise InputError(f"{args.config}: [simulation] {exc}") from None
+        if measured:
+            raise UsageError(
+                f"{exc} (the workload's measured costs; set them explicitly)"
+            ) from None
         raise UsageError(str(exc)) from None
+    if measured:
+        costs = workload.costs
+        shown = ", ".join(f"{key} {value:g}" for key, value in measured.items())
+        machine = f" (machine {costs.machine})" if costs is not None and costs.machine else ""
+        print(f"note: {shown} from the workload's measured costs{machine}", file=sys.stderr)
     if args.config:
         for name in names:  # build each policy once now: a bad value fails before the run
             try:
                 make_policy(name, parameters.get(name))
             except (ValueError, TypeError) as exc:
                 raise InputError(f"{args.config}: [{name}] {exc}") from None
-    check_outputs(outputs)
-    workload = load_workload(args.trace, args.throughputs)
     unused = sorted(set(parameters) - set(names))
     if unused:
         print(
             f"note: --config has parameters for {', '.join(unused)}, not run here", file=sys.stderr
         )
     return workload, config, parameters
+
+
+def _workload_costs(workload: Workload, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The restart penalty and round overhead the workload carries (measured on the machine that
+    planned it, ``shockwave cluster profile``) for the settings that neither the command line
+    nor ``--config`` set (the round overhead under the exact mechanics only)."""
+    costs = workload.costs
+    if costs is None:
+        return {}
+    out: dict[str, Any] = {}
+    if "restart_penalty_seconds" not in given:
+        out["restart_penalty_seconds"] = costs.restart_seconds
+    if "round_overhead_seconds" not in given and given.get("mechanics") == "exact":
+        out["round_overhead_seconds"] = costs.round_overhead_seconds
+    return out
 
 
 def _actual(args: argparse.Namespace, plans: Workload) -> Workload | None:

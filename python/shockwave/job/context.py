@@ -389,11 +389,18 @@ class JobContext:
         self._send("finished", digest=digest)
         self.close()
 
-    def fail(self, text: str) -> None:
-        """Tell the scheduler ``failed`` with ``text`` (best effort) and close."""
+    def fail(self, text: str, *, permanent: bool = False) -> None:
+        """Tell the scheduler ``failed`` with ``text`` (best effort) and close.
+
+        Args:
+            text: the error.
+            permanent: the error cannot go away by a restart (the job's input, options or
+                checkpoint are not valid): the scheduler then fails the job at once instead of
+                restarting it from its checkpoint.
+        """
         if self._closed:
             return
-        self._send("failed", text=text)
+        self._send("failed", text=text, permanent=permanent)
         self.close()
 
     def close(self) -> None:
@@ -417,7 +424,9 @@ class JobContext:
         traceback: TracebackType | None,
     ) -> None:
         if exc is not None and not isinstance(exc, SystemExit):
-            self.fail(f"{type(exc).__name__}: {exc}")
+            # a ValueError is about the job's input (its launch, options, data or checkpoint):
+            # the same input fails the same way again, so a restart cannot help
+            self.fail(f"{type(exc).__name__}: {exc}", permanent=isinstance(exc, ValueError))
         else:
             self.close()
 
@@ -497,7 +506,12 @@ class JobContext:
             self._broken = True
 
     def _send(
-        self, kind: JobMessageKind, *, digest: str | None = None, text: str | None = None
+        self,
+        kind: JobMessageKind,
+        *,
+        digest: str | None = None,
+        text: str | None = None,
+        permanent: bool = False,
     ) -> None:
         connection = self._connection
         if connection is None or self._broken:
@@ -510,6 +524,7 @@ class JobContext:
             report=report,
             digest=digest,
             text=text,
+            permanent=permanent,
         )
         try:
             connection.send_bytes(message.encode())

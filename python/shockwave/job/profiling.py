@@ -44,7 +44,13 @@ START_ALLOWANCE_SECONDS = 120.0
 
 
 def measure_throughput(
-    family: str, batch_size: int, threads: int, *, seconds: float = 2.0, seed: int = 0
+    family: str,
+    batch_size: int,
+    threads: int,
+    *,
+    seconds: float = 2.0,
+    seed: int = 0,
+    copies: int = 1,
 ) -> float:
     """Iterations per second of ``family``'s training step at ``batch_size`` on ``threads``.
 
@@ -55,12 +61,25 @@ def measure_throughput(
         threads: CPU threads of BLAS and OpenMP (a gang's slots), >= 1.
         seconds: measuring time after the warm-up, seconds (> 0, at most 3600).
         seed: seed of the parameters, data order and augmentation.
+        copies: how many copies measure at once, each pinned to its own ``threads`` cores
+            (cores ``c * threads ... (c + 1) * threads - 1`` of those this process may use); the
+            mean of their rates. ``copies`` filling the machine measures the speed of a job on a
+            full cluster (its neighbours share the memory system and the clock boost), which is
+            what a real run sees most of the time. With 1 (default) the process is not pinned.
 
     Raises:
         ValueError: naming the argument that is not valid.
-        RuntimeError: if the measuring process fails (its last error line is quoted).
+        RuntimeError: if a measuring process fails (its last error line is quoted).
     """
     _check_arguments(family, batch_size, threads, seconds, seed)
+    if not is_integer(copies, numpy=False) or copies < 1:
+        raise ValueError(f"copies must be an integer >= 1, got {copies!r}")
+    cores = sorted(os.sched_getaffinity(0)) if copies > 1 else []
+    if copies > 1 and copies * threads > len(cores):
+        raise ValueError(
+            f"copies: {copies} copies of {threads} threads need {copies * threads} cores, "
+            f"this process may use {len(cores)}"
+        )
     env = dict(os.environ)
     for variable in THREAD_VARIABLES:
         env[variable] = str(threads)
@@ -77,29 +96,44 @@ def measure_throughput(
         "--seed",
         str(seed),
     ]
+    what = f"measuring {family} at batch size {batch_size} on {threads} threads"
+    children = []
     try:
-        done = subprocess.run(
-            command,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=2 * seconds + START_ALLOWANCE_SECONDS,
-            check=False,
-        )
+        for copy in range(copies):
+            pinned = cores[copy * threads : (copy + 1) * threads]
+            children.append(
+                subprocess.Popen(
+                    command,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    preexec_fn=(lambda p=pinned: os.sched_setaffinity(0, p)) if pinned else None,
+                )
+            )
+        rates = [_collect(child, 2 * seconds + START_ALLOWANCE_SECONDS, what) for child in children]
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    return sum(rates) / len(rates)
+
+
+def _collect(child: subprocess.Popen[str], timeout: float, what: str) -> float:
+    """The rate a measuring process printed."""
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise RuntimeError(
-            f"measuring {family} at batch size {batch_size} on {threads} threads timed out"
-        ) from None
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        errors = done.stderr.strip().splitlines()
-        last = errors[-1] if errors else f"exit status {done.returncode}"
-        raise RuntimeError(
-            f"measuring {family} at batch size {batch_size} on {threads} threads failed: {last}"
-        )
+        raise RuntimeError(f"{what} timed out") from None
+    lines = stdout.strip().splitlines()
+    if child.returncode != 0 or not lines:
+        errors = stderr.strip().splitlines()
+        last = errors[-1] if errors else f"exit status {child.returncode}"
+        raise RuntimeError(f"{what} failed: {last}")
     rate = float(json.loads(lines[-1])["steps_per_second"])
     if not (math.isfinite(rate) and rate > 0):
-        raise RuntimeError(f"measuring {family} at batch size {batch_size}: bad rate {rate!r}")
+        raise RuntimeError(f"{what}: bad rate {rate!r}")
     return rate
 
 

@@ -186,6 +186,8 @@ class JobMessage:
         digest: hex digest of the final parameters (``finished`` only).
         text: the error (``failed``), or whether the job restored a checkpoint (``hello``:
             ``"restored"`` or ``"fresh"``).
+        permanent: (``failed`` only) the error cannot go away by restarting the job (its
+            input, options or checkpoint are not valid): the scheduler fails it at once.
     """
 
     kind: JobMessageKind
@@ -194,6 +196,7 @@ class JobMessage:
     report: Report | None = None
     digest: str | None = None
     text: str | None = None
+    permanent: bool = False
 
     def encode(self) -> bytes:
         data: dict[str, Any] = {
@@ -207,6 +210,8 @@ class JobMessage:
             data["digest"] = self.digest
         if self.text is not None:
             data["text"] = self.text
+        if self.permanent:
+            data["permanent"] = True
         return json.dumps(data, separators=(",", ":")).encode()
 
     @classmethod
@@ -228,7 +233,10 @@ class JobMessage:
         text = data.get("text")
         if text is not None and not isinstance(text, str):
             raise ProtocolError(f"{kind}.text: must be a string")
-        return cls(kind, data["job"], data["incarnation"], report, digest, text)
+        permanent = data.get("permanent", False)
+        if not isinstance(permanent, bool):
+            raise ProtocolError(f"{kind}.permanent: must be a boolean")
+        return cls(kind, data["job"], data["incarnation"], report, digest, text, permanent)
 
 
 @dataclass(frozen=True)

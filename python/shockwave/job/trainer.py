@@ -242,6 +242,30 @@ def epoch_order(seed: int, epoch: int, dataset_size: int, samples: int) -> npt.N
     return permutation[:samples]
 
 
+def check_bundled_launch(launch: JobLaunch) -> None:
+    """Check, without training, everything about a bundled job's launch that :func:`train`
+    would refuse at its start: the family, its batch sizes, the run options, the adaptation
+    mode and the samples per epoch (so that a run refuses a bad job before it starts).
+
+    Raises:
+        ValueError: naming the field (``run.family``, ``batch_sizes``, ``run.options.<key>``,
+            ``mode``, ``samples_per_epoch``).
+    """
+    family, settings = _family_and_settings(launch)
+    size = family.load().size
+    if launch.samples_per_epoch > size:
+        raise ValueError(
+            f"samples_per_epoch: {launch.samples_per_epoch} exceeds the {size} samples of "
+            f"{family.name}"
+        )
+    BatchSizeAdapter(
+        launch.mode,
+        launch.batch_sizes,
+        gns_threshold=settings.gns_threshold,
+        accordion_eta=settings.accordion_eta,
+    )
+
+
 def _family_and_settings(launch: JobLaunch) -> tuple[Family, TrainingSettings]:
     if launch.run.family is None:
         raise ValueError("run: a command job is not a bundled family (it runs its own script)")

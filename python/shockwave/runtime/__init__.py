@@ -18,7 +18,9 @@ See ``docs/runtime.md``.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,7 +38,7 @@ from shockwave.runtime.config import (
     resolve_slot_kind,
 )
 from shockwave.runtime.engine import RunProgressCallback, RuntimeEngine
-from shockwave.runtime.executor import Executor
+from shockwave.runtime.executor import Executor, check_runnable
 from shockwave.runtime.journal import Journal, JournalError
 from shockwave.runtime.local_executor import LocalExecutor
 from shockwave.runtime.result import RunResult, run_result
@@ -47,6 +49,7 @@ __all__ = [
     "DEFAULT_RUN_ROUND_SECONDS",
     "EXECUTORS",
     "JournalError",
+    "RunDirectoryBusyError",
     "RunResult",
     "RuntimeConfig",
     "resume_run",
@@ -54,6 +57,7 @@ __all__ = [
 ]
 
 JOURNAL_NAME = "journal.sqlite"
+LOCK_NAME = "lock"
 WORKLOAD_NAME = "workload.jsonl"
 RESULT_NAME = "result.json"
 
@@ -110,22 +114,33 @@ def run_workload(
             raise ValueError("policy_parameters apply to a policy given by name only")
         name, parameters, instance = f"<instance of {type(policy).__name__}>", {}, policy
     slot_kind = _slot_kind(config)
+    for job in workload.jobs:  # everything that can be checked, before anything is written
+        check_runnable(job, config.gpus, config.workdir)
     run_dir = config.run_dir
+    if (run_dir / JOURNAL_NAME).exists():
+        raise JournalError(
+            f"{run_dir / JOURNAL_NAME}: a journal already exists (resume it with --resume)"
+        )
     run_dir.mkdir(parents=True, exist_ok=True)
-    journal = Journal(run_dir / JOURNAL_NAME, create=True)
-    text = _workload_text(workload, run_dir / WORKLOAD_NAME)
-    journal.set_meta(
-        {
-            "policy": name,
-            "policy_parameters": parameters,
-            "config": {key: getattr(config, key) for key in _CONFIG_KEYS},
-            "workdir": str(config.workdir.resolve()),
-            "workload_sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "shockwave_version": __version__,
-        }
-    )
-    instance.reset()
-    return _execute(workload, instance, config, journal, slot_kind, progress, resume=False)
+    lock = RunLock(run_dir)
+    try:
+        journal = Journal(run_dir / JOURNAL_NAME, create=True)
+        text = _workload_text(workload, run_dir / WORKLOAD_NAME)
+        journal.set_meta(
+            {
+                "policy": name,
+                "policy_parameters": parameters,
+                "config": {key: getattr(config, key) for key in _CONFIG_KEYS},
+                "workdir": str(config.workdir),
+                "output": None if config.output is None else str(config.output),
+                "workload_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                "shockwave_version": __version__,
+            }
+        )
+        instance.reset()
+        return _execute(workload, instance, config, journal, slot_kind, progress, resume=False)
+    finally:
+        lock.release()
 
 
 def resume_run(
@@ -147,28 +162,41 @@ def resume_run(
     Raises:
         JournalError: for a missing or unreadable journal, or a run that already finished.
     """
-    run_dir = Path(run_dir)
+    run_dir = Path(os.path.abspath(run_dir))
     if run_dir.name == JOURNAL_NAME:
         run_dir = run_dir.parent
-    journal = Journal(run_dir / JOURNAL_NAME, create=False)
-    meta = journal.meta()
-    if meta.get("finished"):
-        journal.close()
-        raise JournalError(f"{run_dir}: this run has finished; nothing to resume")
-    workload = read_native(run_dir / WORKLOAD_NAME)
-    settings = dict(meta["config"])
-    config = RuntimeConfig(**settings, run_dir=run_dir, workdir=Path(meta["workdir"]))
-    name = meta["policy"]
-    if name.startswith("<instance"):
-        if policy is None:
-            raise JournalError(f"{run_dir}: the run used {name}: pass an equivalent policy")
-        instance = policy
-    else:
-        if policy is not None:
-            raise JournalError(f"{run_dir}: the run used the built-in policy {name!r}")
-        instance = make_policy(name, meta.get("policy_parameters") or {})
-    instance.reset()
-    return _execute(workload, instance, config, journal, _slot_kind(config), progress, resume=True)
+    if not (run_dir / JOURNAL_NAME).is_file():
+        raise JournalError(f"{run_dir / JOURNAL_NAME}: no journal to resume")
+    lock = RunLock(run_dir)
+    try:
+        journal = Journal(run_dir / JOURNAL_NAME, create=False)
+        meta = journal.meta()
+        if meta.get("finished"):
+            journal.close()
+            raise JournalError(f"{run_dir}: this run has finished; nothing to resume")
+        workload = read_native(run_dir / WORKLOAD_NAME)
+        settings = dict(meta["config"])
+        output = meta.get("output")
+        config = RuntimeConfig(
+            **settings,
+            run_dir=run_dir,
+            workdir=Path(meta["workdir"]),
+            output=None if output is None else Path(output),
+        )
+        name = meta["policy"]
+        if name.startswith("<instance"):
+            if policy is None:
+                raise JournalError(f"{run_dir}: the run used {name}: pass an equivalent policy")
+            instance = policy
+        else:
+            if policy is not None:
+                raise JournalError(f"{run_dir}: the run used the built-in policy {name!r}")
+            instance = make_policy(name, meta.get("policy_parameters") or {})
+        instance.reset()
+        slot_kind = _slot_kind(config)
+        return _execute(workload, instance, config, journal, slot_kind, progress, resume=True)
+    finally:
+        lock.release()
 
 
 def _execute(
@@ -195,11 +223,49 @@ def _execute(
         journal.close()
         raise
     result = run_result(engine, time.perf_counter() - started, executor.name)
-    atomic_write_text(config.run_dir / RESULT_NAME, result.to_json(indent=1) + "\n")
+    text = result.to_json(indent=1) + "\n"
+    atomic_write_text(config.run_dir / RESULT_NAME, text)
+    if config.output is not None:
+        atomic_write_text(config.output, text)
     if not result.incomplete:
         journal.set_meta({"finished": True})
     journal.close()
     return result
+
+
+class RunDirectoryBusyError(JournalError):
+    """The run directory belongs to a scheduler that is still running."""
+
+
+class RunLock:
+    """An exclusive lock on a run directory for as long as a scheduler runs in it
+    (``flock`` on its ``lock`` file: released by the kernel when the process dies, so a killed
+    scheduler never leaves a stale lock). A second scheduler, a ``--resume`` of a live run
+    among them, is refused.
+
+    Raises:
+        RunDirectoryBusyError: if another process holds the lock.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LOCK_NAME
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._fd)
+            self._fd = None
+            raise RunDirectoryBusyError(
+                f"{run_dir}: another scheduler is running in this run directory "
+                "(wait for it to end, or stop it, then --resume)"
+            ) from None
+
+    def release(self) -> None:
+        """Give the lock up (idempotent)."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
 
 
 def make_executor(config: RuntimeConfig) -> Executor:

@@ -48,7 +48,15 @@ class RuntimeConfig:
         recompute_interval_seconds: for allocation policies, the minimum time between two
             resets of the round mechanism's time counters (as the ``exact`` mechanics).
         run_dir: where checkpoints, job logs, the journal and the result go.
-        workdir: the working directory of user commands (the workload file's directory).
+        workdir: the working directory of every job process (for a user command, the
+            workload file's directory, so that its relative paths mean what they mean there).
+        output: a second file the result is written to (``cluster run --output``), also after
+            a resume; ``None`` for none.
+
+    ``run_dir``, ``workdir`` and ``output`` are made absolute (against the current directory)
+    when the config is made, once: every path the scheduler hands a job, an executor or the
+    journal is absolute, so a job process resolves them the same way from its own working
+    directory, and a resume from another directory finds the same files.
     """
 
     gpus: int
@@ -64,6 +72,7 @@ class RuntimeConfig:
     recompute_interval_seconds: float = GAVEL_MIN_SECONDS_BETWEEN_RECOMPUTES
     run_dir: Path = Path("shockwave-run")
     workdir: Path = Path(".")
+    output: Path | None = None
 
     def __post_init__(self) -> None:
         if not is_integer(self.gpus, numpy=False) or self.gpus < 1:
@@ -96,8 +105,10 @@ class RuntimeConfig:
         value = self.recompute_interval_seconds
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise ValueError(f"recompute_interval_seconds must be finite and >= 0, got {value!r}")
-        object.__setattr__(self, "run_dir", Path(self.run_dir))
-        object.__setattr__(self, "workdir", Path(self.workdir))
+        object.__setattr__(self, "run_dir", Path(os.path.abspath(self.run_dir)))
+        object.__setattr__(self, "workdir", Path(os.path.abspath(self.workdir)))
+        if self.output is not None:
+            object.__setattr__(self, "output", Path(os.path.abspath(self.output)))
 
 
 def usable_cores() -> int:

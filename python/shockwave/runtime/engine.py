@@ -380,6 +380,7 @@ class RuntimeEngine(ExactEngine):
             self.journal.event("finished", job=job_id, round_index=self.k, detail=message.digest)
         elif message.kind == "failed":
             run.error = message.text or "the job reported a failure"
+            run.fatal = run.fatal or message.permanent
             self.journal.event("job-error", job=job_id, round_index=self.k, detail=run.error)
 
     def _take_report(self, j: int, report: Report) -> bool:

@@ -11,6 +11,7 @@ that request the job's GPUs and run the same process on whatever node Ray picks)
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -117,6 +118,42 @@ def job_launch(
         checkpoint_path=checkpoint_path,
         run=job.run,
     )
+
+
+def check_runnable(job: Job, gpus: int, workdir: Path) -> None:
+    """Refuse, before a run starts, a job that cannot run: no ``run`` spec, a gang larger than
+    the cluster, a bundled job whose family, batch sizes, options or mode are not valid
+    (:func:`~shockwave.job.trainer.check_bundled_launch`), a user command whose program does
+    not exist (looked up as the job process will: relative to ``workdir`` if it names a
+    directory, else on ``PATH``).
+
+    Raises:
+        ValueError: ``job <id>: <field>: <what is wrong>``.
+    """
+    from shockwave.job.trainer import check_bundled_launch  # the job side's own checks
+
+    if job.gang_size > gpus:
+        raise ValueError(
+            f"job {job.job_id}: gang_size: {job.gang_size} GPUs, the cluster has {gpus}"
+        )
+    launch = job_launch(job, 0, tuple(range(job.gang_size)), "cpu", "")
+    try:
+        if launch.run.command is None:
+            check_bundled_launch(launch)
+            return
+        program = launch.run.command[0]
+        if os.sep in program:
+            path = Path(program) if os.path.isabs(program) else workdir / program
+            found = path.is_file() and os.access(path, os.X_OK)
+        else:
+            found = shutil.which(program) is not None
+        if not found:
+            raise ValueError(
+                f"run.command: program {program!r} not found "
+                f"({'relative to ' + str(workdir) if os.sep in program else 'on PATH'})"
+            )
+    except ValueError as exc:
+        raise ValueError(f"job {job.job_id}: {exc}") from None
 
 
 def job_argv(launch: JobLaunch) -> list[str]:

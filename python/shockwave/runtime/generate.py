@@ -10,14 +10,26 @@ bundled default, measured on the project's 2-core development machine):
   family's largest. The profile lists every regime the job may reach (a job may not report
   another batch size).
 * the planned schedule (a prior, not what the job will do: the real job decides from its own
-  gradients), from the bundled jobs' measured behaviour: a ``gns`` job climbs one regime every
-  few epochs (:data:`GNS_PLANNED_EPOCHS_PER_STEP`: 5 for ``softmax-digits``, 6 for
-  ``mlp-digits``, 3 for ``rnn-sines``, the mean gaps between climbs measured over seeds 0-2 in
-  ``docs/job.md`` and in the realized schedules of ``benches/runtime_fidelity.py``; a job with
-  fewer epochs climbs once per equal share of them), then stays at the largest; an
-  ``accordion`` job keeps its small batch for its first :data:`ACCORDION_PLANNED_CRITICAL`
-  epochs (the critical early phase: the bundled jobs leave it after two or three epochs, then
-  come back for single epochs now and then) and the large one after.
+  gradients), from the bundled jobs' measured behaviour (``benches/adaptation_calibration.py``:
+  every family, mode and initial batch size trained alone for 40 epochs with the calibration
+  training seeds 100, 101 and 102, which no generated job uses as far as anything can tell: a
+  generated job's training seed is drawn from ``[0, 2**31 - 1)``):
+
+  - a ``gns`` job first trains at each larger regime at the mean epoch the calibration jobs of
+    its family and initial batch size first did (:data:`GNS_PLANNED_FIRST_EPOCHS`; a regime some
+    seed never reached counts at epoch 40, a lower bound), the same epochs whatever the job's
+    length: a short job spends most of its time at small batches, as a real one does. Regimes
+    a short job would not reach are planned for its last epochs, one each, so that every
+    regime appears;
+  - an ``accordion`` job keeps its small batch for its first :data:`ACCORDION_PLANNED_CRITICAL`
+    epochs (the critical early phase: the bundled jobs leave it after two or three epochs) and
+    the large one after, except for the single epochs at the small batch that the family's jobs
+    come back for (:data:`ACCORDION_PLANNED_RETURN_SHARE`: a quarter of the later epochs of
+    ``rnn-sines``, whose training at batch 256 is noisy from epoch to epoch, so that its
+    gradient-norm test finds a critical epoch now and then; none for the digits models, which
+    stay at the large batch), spread evenly. A plan that ignored those returns would miss most
+    of such a job's time: an epoch at batch 16 takes about 4 times as long as one at 256.
+
 * sizes: each job's exclusive GPU-seconds are drawn log-normally (sigma 0.8) and scaled so that
   the workload holds ``load * minutes * 60 * gpus`` GPU-seconds (load 0.8 by default), so that a
   work-conserving policy needs about ``minutes``; arrivals are a Poisson process over the first
@@ -46,11 +58,25 @@ from shockwave.workload import Job, Workload
 DEFAULT_MODES: tuple[AdaptationMode, ...] = ADAPTATION_MODES
 #: Epochs an Accordion job is planned at its small batch size (its critical early phase).
 ACCORDION_PLANNED_CRITICAL = 3
-#: Epochs between two planned GNS climbs, per bundled family (measured; see the module notes).
-GNS_PLANNED_EPOCHS_PER_STEP: dict[str, int] = {
-    "softmax-digits": 5,
-    "mlp-digits": 6,
-    "rnn-sines": 3,
+#: Share of an Accordion job's epochs after its critical phase that are planned back at its small
+#: batch size, per bundled family (measured by ``benches/adaptation_calibration.py``: 0.26 and
+#: 0.23 for ``rnn-sines`` from 16 and 32, at most 0.05 for the digits models).
+ACCORDION_PLANNED_RETURN_SHARE: dict[str, float] = {
+    "softmax-digits": 0.0,
+    "mlp-digits": 0.0,
+    "rnn-sines": 0.25,
+}
+#: The epoch (counted from 0) at which a GNS job first trains at each regime above its initial
+#: batch size, per (family, initial batch size): the means measured by
+#: ``benches/adaptation_calibration.py`` (seeds 100-102, 40 epochs), rounded, each at least one
+#: epoch after the one before.
+GNS_PLANNED_FIRST_EPOCHS: dict[tuple[str, int], tuple[int, ...]] = {
+    ("softmax-digits", 16): (2, 11, 19, 31),
+    ("softmax-digits", 32): (8, 15, 24),
+    ("mlp-digits", 16): (5, 6, 13, 22),
+    ("mlp-digits", 32): (11, 21, 29),
+    ("rnn-sines", 16): (3, 7, 23, 40),
+    ("rnn-sines", 32): (2, 9, 29),
 }
 #: Smallest number of epochs of a generated job.
 MIN_EPOCHS = 3
@@ -73,14 +99,25 @@ def planned_schedule(
     appears in it (``epochs >= len(regimes)``)."""
     schedule = np.full(epochs, regimes[0], dtype=np.int64)
     if mode == "gns" and len(regimes) > 1:
-        step = GNS_PLANNED_EPOCHS_PER_STEP.get(family or "", epochs)
-        # stage k starts at epoch k * step, or at k equal shares of a shorter job
+        top = len(regimes) - 1
         index = np.arange(epochs)
-        stage = np.maximum(index // step, (index * len(regimes)) // epochs)
-        schedule = np.asarray(regimes, dtype=np.int64)[np.minimum(stage, len(regimes) - 1)]
+        firsts = GNS_PLANNED_FIRST_EPOCHS.get((family or "", int(regimes[0])))
+        if firsts is None or len(firsts) != top:  # not calibrated: equal shares of the epochs
+            stage = (index * len(regimes)) // epochs
+        else:
+            stage = np.searchsorted(np.asarray(firsts), index, side="right")
+        # the last epochs climb through the regimes a short job would not reach, one each
+        stage = np.maximum(stage, top - (epochs - 1 - index))
+        schedule = np.asarray(regimes, dtype=np.int64)[np.clip(stage, 0, top)]
     elif mode == "accordion" and len(regimes) > 1:
         small = max(1, min(epochs - 1, ACCORDION_PLANNED_CRITICAL))
         schedule[small:] = regimes[-1]
+        share = ACCORDION_PLANNED_RETURN_SHARE.get(family or "", 0.0)
+        later = np.arange(epochs - small)
+        # epoch small + i returns when the running count of returns steps up (even spacing;
+        # the first epoch after the critical phase stays large, as a real job's does)
+        returns = np.floor((later + 1) * share) > np.floor(later * share)
+        schedule[small:][returns & (later > 0)] = regimes[0]
     return schedule
 
 
@@ -178,6 +215,7 @@ def generate_real_workload(
         table.restricted_to(used),
         source=f"shockwave cluster generate --jobs {jobs} --gpus {gpus} --minutes {minutes:g} "
         f"--seed {seed}",
+        costs=table.costs,
     )
 
 

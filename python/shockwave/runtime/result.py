@@ -12,9 +12,17 @@ ran at* (the profiled duration of each of its regimes, from the throughput table
 ``shockwave cluster profile``), as a simulation of the realized workload does; a job that did
 not finish keeps its planned runtime.
 
-An interrupted run (Ctrl-C) gives a result with ``incomplete = True``: its aggregates are over
-the jobs that finished (finish-time fairness still uses every job of the workload in its
-contention factor); unfinished jobs have ``None`` times in the JSON.
+A result says at its top what it covers (``status`` and ``aggregates``, the first keys of its
+JSON): ``"completed"`` when every job finished; ``"failed"`` when some job failed (it keeps
+failing: its last error is in ``errors``) and ``"incomplete"`` when the run was interrupted
+(Ctrl-C). In both of the latter the makespan, the JCTs, finish-time fairness and the unfair
+fraction are over the jobs that **finished** only (the makespan: when the last of them finished;
+finish-time fairness still uses every job of the workload in its contention factor); failed and
+unfinished jobs are never counted as if they had completed, and have ``None`` times in the JSON.
+
+The throughput table a run's fairness rests on is recorded (``throughputs``: its source, and the
+machine it was measured on), with ``profile_ratio``: the median, over the jobs' batch sizes, of
+the throughput measured in the run over the table's (1.0: the table is this machine's speed).
 """
 
 from __future__ import annotations
@@ -58,6 +66,8 @@ class RunResult(SimulationResult):
     replayed policy answer differed on resume), ``run_dir``.
     """
 
+    status: str
+    aggregates: str
     executor: str
     slot_kind: str
     incomplete: bool
@@ -74,11 +84,16 @@ class RunResult(SimulationResult):
     round_decision_seconds: list[float]
     replay_divergence: list[int]
     run_dir: str
+    output: str | None
+    throughputs: dict[str, str]
+    profile_ratio: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        """Every metric as JSON-ready values (NaN, for unfinished jobs, becomes ``None``)."""
-        out: dict[str, Any] = _no_nan(super().to_dict())
-        return out
+        """Every metric as JSON-ready values (NaN, for unfinished jobs, becomes ``None``), the
+        ``status`` and ``aggregates`` keys first."""
+        data: dict[str, Any] = _no_nan(super().to_dict())
+        head = {key: data.pop(key) for key in ("status", "aggregates")}
+        return {**head, **data}
 
     def jobs_frame(self) -> pd.DataFrame:
         """One row per job: the simulation result's columns plus restarts, preemptions,
@@ -96,25 +111,40 @@ def run_result(engine: RuntimeEngine, wall_seconds: float, executor: str) -> Run
     """The result of ``engine``'s run (finished or interrupted)."""
     record = engine.record(engine.makespan, wall_seconds)
     record = dataclasses.replace(record, exclusive_seconds=_realized_exclusive(engine, record))
-    base = summarize(record)
-    finished = ~np.isnan(record.completion_time)
-    if not finished.all():
-        base = _partial(base, finished)
     trace_order = np.empty(engine.n, dtype=np.int64)
     trace_order[engine.position] = np.arange(engine.n, dtype=np.int64)
     runs = [engine.runs[int(i)] for i in trace_order.tolist()]
+    completed = np.array([run.end_kind == "finished" for run in runs], dtype=bool)
+    failed = [
+        int(job.job_id)
+        for job, run in zip(engine.workload.jobs, runs, strict=True)
+        if run.end_kind == "failed"
+    ]
+    if not completed.all():  # no time of a failed or unfinished job counts as a completion
+        completion = record.completion_time.copy()
+        completion[~completed] = np.nan
+        done = completion[completed]
+        makespan = float(done.max()) if done.shape[0] else math.nan
+        record = dataclasses.replace(record, completion_time=completion, makespan=makespan)
+    base = summarize(record)
+    if not completed.all():
+        base = _partial(base, completed)
+    incomplete = engine.incomplete or (not completed.all() and not failed)
+    status = "failed" if failed else "incomplete" if incomplete else "completed"
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(SimulationResult)}
     fields["mechanics"] = "physical"
     return RunResult(
         **fields,
+        status=status,
+        aggregates=(
+            f"all {engine.n} jobs"
+            if status == "completed"
+            else f"the {int(completed.sum())} of {engine.n} jobs that finished"
+        ),
         executor=executor,
         slot_kind=engine.slot_kind,
-        incomplete=engine.incomplete or not bool(finished.all()),
-        failed_jobs=[
-            int(job.job_id)
-            for job, run in zip(engine.workload.jobs, runs, strict=True)
-            if run.end_kind == "failed"
-        ],
+        incomplete=incomplete,
+        failed_jobs=failed,
         restarts=[run.crashes for run in runs],
         preemptions=[run.preemptions for run in runs],
         launches=[run.launches for run in runs],
@@ -133,7 +163,36 @@ def run_result(engine: RuntimeEngine, wall_seconds: float, executor: str) -> Run
         round_decision_seconds=list(engine.round_decision_seconds),
         replay_divergence=list(engine.replay_divergence),
         run_dir=str(engine.runtime.run_dir),
+        output=None if engine.runtime.output is None else str(engine.runtime.output),
+        throughputs=_table_provenance(engine),
+        profile_ratio=_profile_ratio(engine, runs),
     )
+
+
+def _table_provenance(engine: RuntimeEngine) -> dict[str, str]:
+    """Which throughput table the run's plans and fairness rest on."""
+    table = engine.workload.throughputs
+    costs = engine.workload.costs
+    return {
+        "source": table.source if table is not None else "the workload's own durations",
+        "machine": costs.machine if costs is not None else "",
+    }
+
+
+def _profile_ratio(engine: RuntimeEngine, runs: list[Any]) -> float | None:
+    """The median over (job, batch size) of the throughput measured in the run over the
+    planned one (the workload's epoch durations), or ``None`` without measurements."""
+    ratios = []
+    for job, run in zip(engine.workload.jobs, runs, strict=True):
+        planned: dict[int, float] = {}
+        for size, seconds in zip(job.batch_sizes.tolist(), job.epoch_seconds.tolist(), strict=True):
+            planned.setdefault(int(size), float(seconds))
+        per_epoch = float(job.samples_per_epoch or 0)
+        for size, (steps, seconds) in run.throughput.items():
+            if size in planned and seconds > 0 and steps > 0 and per_epoch > 0:
+                planned_rate = (per_epoch / size) / planned[size]  # as profiles.epoch_durations
+                ratios.append((steps / seconds) / planned_rate)
+    return round(float(np.median(ratios)), 4) if ratios else None
 
 
 def _realized_exclusive(engine: RuntimeEngine, record: Any) -> np.ndarray[Any, Any]:

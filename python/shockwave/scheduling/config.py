@@ -58,6 +58,10 @@ class SimulationConfig:
             less.
         restart_penalty_seconds: time lost by a job that did not run in the previous round,
             seconds (default 20). Must be shorter than a round.
+        round_overhead_seconds: time every running job loses at every round boundary (a real
+            cluster's round turnaround: the jobs report, the policy decides, leases go out),
+            seconds (default 0). ``exact`` mechanics only; with the restart penalty it must be
+            shorter than a round. ``shockwave cluster profile`` measures it for real runs.
         seed: seed of every random draw (throughput noise), for bit-for-bit reproducible runs.
         throughput_noise: standard deviation ``sigma`` of the log of a multiplicative throughput
             factor drawn per job and round, ``exp(sigma * Z - sigma**2 / 2)`` with ``Z`` standard
@@ -74,6 +78,7 @@ class SimulationConfig:
     mechanics: Mechanics = "exact"
     round_seconds: float = DEFAULT_ROUND_SECONDS
     restart_penalty_seconds: float = DEFAULT_RESTART_PENALTY_SECONDS
+    round_overhead_seconds: float = 0.0
     seed: int = 0
     throughput_noise: float = 0.0
     recompute_interval_seconds: float = GAVEL_MIN_SECONDS_BETWEEN_RECOMPUTES
@@ -96,6 +101,16 @@ class SimulationConfig:
                 f"({self.restart_penalty_seconds} >= {self.round_seconds}): no job could progress "
                 "(the command line's --restart-penalty-seconds sets it)"
             )
+        _check_number("round_overhead_seconds", self.round_overhead_seconds, positive=False)
+        if self.round_overhead_seconds > 0:
+            if self.mechanics == "gavel":
+                raise ValueError("round_overhead_seconds is supported by the exact mechanics only")
+            if self.restart_penalty_seconds + self.round_overhead_seconds >= self.round_seconds:
+                raise ValueError(
+                    "restart_penalty_seconds + round_overhead_seconds must be shorter than "
+                    f"round_seconds ({self.restart_penalty_seconds} + "
+                    f"{self.round_overhead_seconds} >= {self.round_seconds}): no job could progress"
+                )
         _check_number("throughput_noise", self.throughput_noise, positive=False)
         if self.throughput_noise > MAX_THROUGHPUT_NOISE:
             raise ValueError(

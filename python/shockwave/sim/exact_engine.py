@@ -10,7 +10,8 @@
   round included (:mod:`shockwave.sim.profile_progress`); it completes at the exact instant its
   profile is done; GPUs it frees inside a round stay idle until the round ends.
 * A job that did not run in the previous round (a restart, or its first start) loses the restart
-  penalty (default 20 s) at the start of the round.
+  penalty (default 20 s) at the start of the round; every running job also loses the round
+  overhead (``round_overhead_seconds``, default 0: a real cluster's turnaround at a boundary).
 * Optional throughput noise: each job-round draws a factor ``exp(sigma Z - sigma^2 / 2)``
   (mean 1, ``Z`` standard normal, from a generator seeded by ``config.seed``), which scales the
   job's speed in that round. Policies see the noise-free isolated throughput in
@@ -135,6 +136,8 @@ class ExactEngine(Engine):
         tau = self.tau
         restarted = (self.previous_round_run[jobs] != k - 1) | (k == 0)
         penalty = np.where(restarted, self.config.restart_penalty_seconds, 0.0)
+        if self.config.round_overhead_seconds > 0.0:
+            penalty = penalty + self.config.round_overhead_seconds
         speed = np.ones(jobs.shape[0])
         if self.config.throughput_noise > 0.0 and jobs.shape[0]:
             sigma = self.config.throughput_noise

@@ -68,7 +68,9 @@ def load_workload(
             ``"wisr"`` for a bundled table). For a native file it replaces the table the file
             carries, if given, and the epoch durations of its runnable jobs (those with a
             ``run`` spec) are recomputed from it: ``(samples_per_epoch / bs) / thr(model, bs,
-            gang)`` seconds, the table measured by ``shockwave cluster profile``.
+            gang)`` seconds, the table measured by ``shockwave cluster profile`` (whose
+            runtime costs, when it has them, replace the file's). ``"machine"`` names this
+            machine's own profile (:func:`shockwave.runtime.machine.machine_profile`).
 
     Raises:
         TraceError: for malformed input, or a ``.trace`` without throughputs.
@@ -78,7 +80,12 @@ def load_workload(
         if throughputs is not None:
             table = load_throughputs(throughputs)
             jobs = tuple(_durations_from_table(job, table, path) for job in workload.jobs)
-            workload = dataclasses.replace(workload, jobs=jobs, throughputs=table)
+            workload = dataclasses.replace(
+                workload,
+                jobs=jobs,
+                throughputs=table,
+                costs=table.costs if table.costs is not None else workload.costs,
+            )
         return workload
     if throughputs is None:
         raise TraceError(

@@ -305,9 +305,15 @@ def read_gavel_trace(
 
 
 def load_throughputs(throughputs: ThroughputTable | str | PathLike[str]) -> ThroughputTable:
-    """Accept a table, a throughput file path, or a bundled table's name."""
+    """Accept a table, a throughput file path, a bundled table's name, or ``"machine"``: this
+    machine's cached profile (:mod:`shockwave.runtime.machine`; an error if it was never
+    measured)."""
     if isinstance(throughputs, ThroughputTable):
         return throughputs
+    if isinstance(throughputs, str) and throughputs == "machine":
+        from shockwave.runtime.machine import machine_profile  # the runtime measures it
+
+        return machine_profile(measure=False)
     if isinstance(throughputs, str) and throughputs in BUNDLED_THROUGHPUTS:
         return ThroughputTable.bundled(throughputs)
     return ThroughputTable.from_file(throughputs)

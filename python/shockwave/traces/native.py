@@ -7,7 +7,9 @@ Schema, version 2 (``.jsonl``, UTF-8, one JSON object per line):
       {"format": "shockwave-workload", "version": 2, "jobs": <number of job lines>,
        "source": "<free text, optional>",
        "throughputs": {<model>: {<batch size>: {<gang size>: <iterations/s>}}}  (optional),
-       "conversion": {<what a production-trace conversion did>}  (optional)}
+       "conversion": {<what a production-trace conversion did>}  (optional),
+       "costs": {"restart_seconds": S, "round_overhead_seconds": S, "machine": "<id>"}
+                (optional)}
 
   ``throughputs`` holds isolated throughputs (iterations per second for the whole gang); it is
   needed only by the ``gavel`` simulator mechanics and written when converting a ``.trace``.
@@ -15,6 +17,10 @@ Schema, version 2 (``.jsonl``, UTF-8, one JSON object per line):
   (:mod:`shockwave.traces.production`): ``{"from": <philly|helios|pai|tiresias>, "input":
   <path>, "read": <jobs in the input>, "kept": <jobs written>, "dropped": {<reason>: <count>},
   ...}``; ``shockwave trace inspect`` prints it.
+  ``costs`` is written by ``shockwave cluster generate``: what a real run costs on the machine
+  whose throughputs planned the jobs (a restarted job's lost seconds and every running job's
+  lost seconds per round, measured by ``shockwave cluster profile``); ``shockwave simulate``
+  takes them as its restart penalty and round overhead unless told otherwise.
 
 * **Every further line, one job**:
 
@@ -81,7 +87,7 @@ from shockwave.epoch_runs import EpochColumn
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.job.spec import RunSpec
 from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
-from shockwave.throughputs import ThroughputTable
+from shockwave.throughputs import RuntimeCosts, ThroughputTable
 from shockwave.workload import Job, Workload
 
 FORMAT_NAME = "shockwave-workload"
@@ -108,7 +114,7 @@ _OPTIONAL = (
 _SINCE_VERSION_2 = frozenset(("source_id", "user", "vc", "status", "requested_gpus"))
 _HEADER_KEYS = {
     1: frozenset(("format", "version", "jobs", "source", "throughputs")),
-    2: frozenset(("format", "version", "jobs", "source", "throughputs", "conversion")),
+    2: frozenset(("format", "version", "jobs", "source", "throughputs", "conversion", "costs")),
 }
 
 
@@ -207,6 +213,7 @@ def write_native(workload: Workload, path: str | PathLike[str]) -> None:
         source=workload.source,
         throughputs=workload.throughputs,
         conversion=workload.conversion,
+        costs=workload.costs,
     )
 
 
@@ -218,6 +225,7 @@ def write_native_jobs(
     source: str,
     throughputs: ThroughputTable | None,
     conversion: Mapping[str, Any] | None = None,
+    costs: RuntimeCosts | None = None,
 ) -> None:
     """Stream ``count`` jobs to ``path`` in the native format, one line at a time (bounded
     memory), replacing ``path`` atomically when all are written.
@@ -232,6 +240,7 @@ def write_native_jobs(
         source=source,
         throughputs=throughputs,
         conversion=conversion,
+        costs=costs,
     )
 
 
@@ -243,6 +252,7 @@ def write_native_records(
     source: str,
     throughputs: ThroughputTable | None,
     conversion: Mapping[str, Any] | None = None,
+    costs: RuntimeCosts | None = None,
 ) -> None:
     """:func:`write_native_jobs` for job records already in the form of :func:`job_to_record`
     (for writers that make many jobs and check them as they make them; a reader checks every
@@ -261,6 +271,8 @@ def write_native_records(
         header["throughputs"] = throughputs.to_dict()
     if conversion is not None:
         header["conversion"] = dict(conversion)
+    if costs is not None:
+        header["costs"] = costs.to_dict()
     with atomic_writer(path) as out:
         out.write(json.dumps(header, allow_nan=False) + "\n")
         written = 0
@@ -318,11 +330,15 @@ def read_native(path: str | PathLike[str]) -> Workload:
             f"header announces {header['jobs']} jobs but the file holds {len(jobs)}",
             path=path, line=1, field="jobs",
         )  # fmt: skip
+    costs = None
+    if "costs" in header:
+        costs = RuntimeCosts.from_dict(header["costs"], source=f"{path}:1")
     return Workload(
         tuple(jobs),
         throughputs,
         source=str(header.get("source") or path),
         conversion=header.get("conversion"),
+        costs=costs,
     )
 
 

@@ -1,36 +1,34 @@
-"""Fidelity of the simulator against real runs: the same workload, physical and simulated.
+"""Fidelity of the simulator against real runs: predictions first, replays to explain them.
 
-Profiles the bundled families on this machine (``shockwave cluster profile``), generates a
-runnable workload (``shockwave cluster generate``), runs it for real on 2 CPU slots under each
-policy (``shockwave cluster run``), and replays it in the ``exact`` simulator in steps that add
-one real effect at a time, so that each difference is measured, not guessed:
+For each of several *fresh* workloads (``--seeds``: generator seeds never used to calibrate or
+tune anything; each draws its own jobs, families, modes, gang sizes, arrivals and training
+seeds), the benchmark generates a runnable workload with ``shockwave cluster generate``'s
+generator and this machine's profile (``shockwave cluster profile``: throughputs on a full
+machine, and the restart and round costs, measured just **before** each run: this machine's
+speed drifts by up to a third over tens of minutes), runs it for real on 2 CPU slots under each
+policy (its planned durations recomputed from that profile, as ``shockwave cluster run`` does),
+and compares:
 
-* ``planned``: the workload as generated (planned batch-size schedules, profiled durations, no
-  restart cost): what a user predicts before running;
-* ``realized``: every job with the batch size each epoch really ran at (reported by the jobs);
-* ``+ restart``: plus the measured start-up cost of a (re)started job as the restart penalty
-  (mean seconds from a round's dispatch to the job's first step);
-* ``+ measured throughput``: plus each job's measured iterations/s per batch size instead of the
-  profiled ones (contention between the two jobs sharing the machine, noise);
-* ``+ planned view``: the same jobs (realized schedules, measured throughputs, restart cost),
-  but the policy sees the generated plans, as the real scheduler does (``simulate(plans,
-  actual=...)``, :mod:`shockwave.sim.plan_view`): the simulator's closest model of the run;
-* ``+ throughput noise``: plus the round-to-round variation of the jobs' speed measured in the
-  run (``throughput_noise``: the standard deviation of the log of every per-round throughput
-  sample around its job's mean at that batch size, read from the run's journal), simulated
-  over ``--noise-seeds`` seeds: the median of each metric, and its range.
+* **prediction** (the headline): ``simulate`` of the workload file alone, with its carried
+  costs: only what existed before the run;
+* replays, which use what the physical run measured (labelled ``replay``; they explain the
+  prediction's error, they do not predict):
 
-What is left between the last step and the physical run is the round overhead (the boundary
-wait and the decision, measured per round) and what the simulator does not model.
+  - ``replay: realized``: every job with the batch size each epoch really ran at;
+  - ``replay: + measured throughput``: plus each job's throughput measured in the run;
+  - ``replay: + planned view``: the same jobs, the policy seeing the generated plans as the real
+    scheduler does (``simulate(plans, actual=...)``);
+  - ``replay: + throughput noise``: plus the measured round-to-round speed noise (median over
+    ``--noise-seeds`` seeds).
 
 Run (about 45 minutes on a 2-core machine; nothing else should run meanwhile)::
 
     python benches/runtime_fidelity.py --out results/fidelity --write
 
 ``--write`` replaces the fidelity section of ``benches/README.md``. ``--replay DIR`` recomputes
-the simulated steps and the report from the physical runs an earlier invocation left in ``DIR``
-(its ``workload.jsonl``, ``fidelity.json`` and ``run-POLICY/result.json``), without running
-anything for real.
+every simulated row and the report from the physical runs an earlier invocation left in ``DIR``
+(``fidelity.json``, and per workload ``seed-S/workload.jsonl`` and
+``seed-S/run-POLICY/result.json``), without running anything for real.
 """
 
 from __future__ import annotations
@@ -50,7 +48,7 @@ from shockwave.runtime import RuntimeConfig, run_workload
 from shockwave.runtime.engine import RuntimeEngine
 from shockwave.runtime.generate import generate_real_workload
 from shockwave.runtime.journal import Journal
-from shockwave.runtime.profile import profile_families, write_throughput_file
+from shockwave.runtime.machine import refresh_machine_profile
 from shockwave.runtime.realized import realized_workload
 from shockwave.runtime.result import read_run_result
 from shockwave.sim import SimulationConfig, simulate
@@ -61,6 +59,11 @@ from shockwave.workload import Workload
 README = Path(__file__).resolve().parent / "README.md"
 BEGIN = "<!-- runtime-fidelity:begin -->"
 END = "<!-- runtime-fidelity:end -->"
+#: Generator seeds of the fresh workloads (never used for any calibration or tuning: the plans
+#: were calibrated on jobs trained alone with training seeds 100-102, and earlier fidelity runs
+#: used generator seeds 3 and 4).
+FRESH_SEEDS = "21,22,23"
+PREDICTION = "prediction"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,15 +71,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/fidelity"))
     parser.add_argument("--jobs", type=int, default=14)
     parser.add_argument("--gpus", type=int, default=2)
-    parser.add_argument("--minutes", type=float, default=20.0)
-    parser.add_argument("--round-seconds", type=float, default=15.0)
-    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--minutes", type=float, default=6.0)
+    parser.add_argument("--round-seconds", type=float, default=6.0)
+    parser.add_argument("--seeds", default=FRESH_SEEDS, help="generator seeds of the workloads")
     parser.add_argument("--policies", default="shockwave,gavel")
-    parser.add_argument("--throughputs", help="use this table instead of profiling")
-    parser.add_argument("--profile-seconds", type=float, default=3.0)
+    parser.add_argument(
+        "--throughputs", help="use this table instead of this machine's cached profile"
+    )
+    parser.add_argument(
+        "--profile-seconds", type=float, default=1.0, help="measuring time per profile entry"
+    )
     parser.add_argument("--write", action="store_true", help="update benches/README.md")
     parser.add_argument(
-        "--noise-seeds", type=int, default=20, help="seeds of the throughput-noise step"
+        "--noise-seeds", type=int, default=10, help="seeds of the throughput-noise replay"
     )
     parser.add_argument(
         "--replay",
@@ -102,74 +109,86 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
-    """Profile, generate, run every policy for real, compare; ``fidelity.json`` in ``--out``."""
+    """Generate every workload, run every policy for real, compare; ``fidelity.json``."""
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    if args.throughputs:
-        table = load_throughputs(args.throughputs)
-    else:
-        print("profiling the bundled families ...", flush=True)
-        table = profile_families(seconds=args.profile_seconds)
-        write_throughput_file(table, out / "throughputs.json")
-    workload = generate_real_workload(
-        args.jobs, args.gpus, table, minutes=args.minutes, seed=args.seed
-    )
-    write_native(workload, out / "workload.jsonl")
+    table = load_throughputs(args.throughputs) if args.throughputs else _profile(args)
     report: dict[str, Any] = {
         "jobs": args.jobs,
         "gpus": args.gpus,
         "minutes": args.minutes,
         "round_seconds": args.round_seconds,
-        "seed": args.seed,
-        "throughputs": args.throughputs or "throughputs.json",
-        "policies": {},
+        "throughputs": table.source,
+        "costs": None if table.costs is None else table.costs.to_dict(),
+        "workloads": {},
     }
-    digests: dict[str, list[str | None]] = {}
-    for policy in [p.strip() for p in args.policies.split(",") if p.strip()]:
-        run_dir = out / f"run-{policy}"
-        if (run_dir / "result.json").exists():
-            raise SystemExit(f"{run_dir} holds a run already; choose another --out")
-        print(f"physical run under {policy} ...", flush=True)
-        config = RuntimeConfig(gpus=args.gpus, round_seconds=args.round_seconds, run_dir=run_dir)
-        physical = run_workload(workload, policy, config, progress=_progress()).to_dict()
-        print()
-        digests[policy] = physical["final_digest"]
-        report["policies"][policy] = _compare(
-            workload, policy, physical, table, args.round_seconds, run_dir, args.noise_seeds
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    for seed in seeds:
+        directory = out / f"seed-{seed}"
+        directory.mkdir(exist_ok=True)
+        workload = generate_real_workload(
+            args.jobs, args.gpus, table, minutes=args.minutes, seed=seed
         )
-    names = list(digests)
-    if len(names) > 1:
-        same = sum(1 for values in zip(*digests.values(), strict=True) if len(set(values)) == 1)
-        report["digests_identical_across_policies"] = f"{same}/{len(workload)}"
+        write_native(workload, directory / "workload.jsonl")
+        entry: dict[str, Any] = {"policies": {}}
+        digests: dict[str, list[str | None]] = {}
+        for index, policy in enumerate(p.strip() for p in args.policies.split(",") if p.strip()):
+            run_dir = directory / f"run-{policy}"
+            if (run_dir / "result.json").exists():
+                raise SystemExit(f"{run_dir} holds a run already; choose another --out")
+            if (index or seed != seeds[0]) and not args.throughputs:
+                # this machine's speed drifts over minutes: each run is planned, and predicted,
+                # with a profile measured just before it, as `cluster run` re-plans its workload
+                # with the machine's profile when it starts
+                table = _profile(args)
+                workload = load_workload(directory / "workload.jsonl", table)
+            write_native(workload, run_dir.with_name(f"planned-{policy}.jsonl"))
+            print(f"seed {seed}: physical run under {policy} ...", flush=True)
+            config = RuntimeConfig(
+                gpus=args.gpus, round_seconds=args.round_seconds, run_dir=run_dir
+            )
+            physical = run_workload(workload, policy, config, progress=_progress()).to_dict()
+            print()
+            digests[policy] = physical["final_digest"]
+            entry["policies"][policy] = _compare(
+                workload, policy, physical, args.round_seconds, run_dir, args.noise_seeds
+            )
+        if len(digests) > 1:
+            same = sum(1 for v in zip(*digests.values(), strict=True) if len(set(v)) == 1)
+            entry["digests_identical_across_policies"] = f"{same}/{len(workload)}"
+        report["workloads"][str(seed)] = entry
+        atomic_write_text(out / "fidelity.json", json.dumps(report, indent=1) + "\n")
     report["wall_minutes"] = (time.monotonic() - started) / 60.0
     atomic_write_text(out / "fidelity.json", json.dumps(report, indent=1) + "\n")
     return report
 
 
+def _profile(args: argparse.Namespace) -> ThroughputTable:
+    """This machine's profile, measured now (and cached, as ``shockwave cluster profile``)."""
+    print("profiling this machine ...", flush=True)
+    return refresh_machine_profile(seconds=args.profile_seconds)
+
+
 def _replay(args: argparse.Namespace) -> dict[str, Any]:
-    """The report of an earlier run's directory, its simulated steps computed anew."""
+    """The report of an earlier run's directory, its simulated rows computed anew."""
     directory: Path = args.replay
     previous = json.loads((directory / "fidelity.json").read_text())
-    source = args.throughputs or previous.get("throughputs", "throughputs.json")
-    if source == "throughputs.json":  # profiled by that run
-        source = str(directory / source)
-    table = load_throughputs(source)
-    workload = load_workload(directory / "workload.jsonl", table)
-    report = {key: value for key, value in previous.items() if key != "policies"}
-    report["policies"] = {}
-    for policy in previous["policies"]:
-        run_dir = directory / f"run-{policy}"
-        physical = read_run_result(run_dir / "result.json")
-        report["policies"][policy] = _compare(
-            workload,
-            policy,
-            physical,
-            table,
-            previous["round_seconds"],
-            run_dir,
-            args.noise_seeds,
-        )
+    report = {key: value for key, value in previous.items() if key != "workloads"}
+    report["workloads"] = {}
+    for seed, entry in previous["workloads"].items():
+        seed_dir = directory / f"seed-{seed}"
+        fresh: dict[str, Any] = {k: v for k, v in entry.items() if k != "policies"}
+        fresh["policies"] = {}
+        for policy in entry["policies"]:
+            planned = seed_dir / f"planned-{policy}.jsonl"  # as the run was planned
+            workload = load_workload(planned if planned.exists() else seed_dir / "workload.jsonl")
+            run_dir = seed_dir / f"run-{policy}"
+            physical = read_run_result(run_dir / "result.json")
+            fresh["policies"][policy] = _compare(
+                workload, policy, physical, previous["round_seconds"], run_dir, args.noise_seeds
+            )
+        report["workloads"][seed] = fresh
     return report
 
 
@@ -194,33 +213,26 @@ def _compare(
     workload: Workload,
     policy: str,
     physical: dict[str, Any],
-    table: ThroughputTable,
     round_seconds: float,
     run_dir: Path,
     noise_seeds: int,
 ) -> dict[str, Any]:
-    """The physical run (a ``result.json`` object, its directory) against the simulated steps."""
-    starts = [s for job in physical["start_seconds"] for s in job if s[1] > 0]
-    restart = statistics.fmean(s[1] for s in starts) if starts else 0.0
-    overhead = [
-        w + d
-        for w, d in zip(
-            physical["round_boundary_wait"], physical["round_decision_seconds"], strict=False
-        )
-    ]
+    """The physical run (a ``result.json`` object, its directory) against the prediction and
+    the replays."""
+    costs = workload.costs
+    restart = costs.restart_seconds if costs is not None else 0.0
+    overhead = costs.round_overhead_seconds if costs is not None else 0.0
     gpus = int(physical["gpus"])
+    table = workload.throughputs or ThroughputTable({})
 
     def sim(
-        w: Workload,
-        penalty: float,
-        actual: Workload | None = None,
-        noise: float = 0.0,
-        seed: int = 0,
+        w: Workload, actual: Workload | None = None, noise: float = 0.0, seed: int = 0
     ) -> SimulationResult:
         config = SimulationConfig(
             gpus=gpus,
             round_seconds=round_seconds,
-            restart_penalty_seconds=penalty,
+            restart_penalty_seconds=restart,
+            round_overhead_seconds=overhead,
             throughput_noise=noise,
             seed=seed,
         )
@@ -229,55 +241,54 @@ def _compare(
     realized = realized_workload(workload, physical, table=table)
     measured = realized_workload(workload, physical, durations="measured", table=table)
     steps = {
-        "planned": sim(workload, 0.0),
-        "realized": sim(realized, 0.0),
-        "+ restart": sim(realized, restart),
-        "+ measured throughput": sim(measured, restart),
-        "+ planned view": sim(workload, restart, actual=measured),
+        PREDICTION: sim(workload),
+        "replay: realized": sim(realized),
+        "replay: + measured throughput": sim(measured),
+        "replay: + planned view": sim(workload, actual=measured),
     }
     sigma = _throughput_sigma(Journal(run_dir / "journal.sqlite", create=False))
     noisy = [
-        _metrics(sim(workload, restart, measured, sigma, seed).to_dict())
-        for seed in range(noise_seeds)
+        _metrics(sim(workload, measured, sigma, seed).to_dict()) for seed in range(noise_seeds)
     ]
     ratios = []
     for job, rates in zip(workload.jobs, physical["measured_throughput"], strict=True):
         for size, rate in rates.items():
-            profiled = table.isolated(job.model, int(size), job.gang_size)
-            ratios.append(rate / profiled)
-    planned_epochs = sum(
+            if (job.model, int(size), job.gang_size) in table:
+                ratios.append(rate / table.isolated(job.model, int(size), job.gang_size))
+    off_plan = sum(
         int((job.batch_sizes != real.batch_sizes).sum())
         for job, real in zip(workload.jobs, realized.jobs, strict=True)
     )
     total_epochs = sum(job.num_epochs for job in workload.jobs)
+    starts = [s[1] for job in physical["start_seconds"] for s in job if s[1] > 0]
+    turnaround = [
+        w + d
+        for w, d in zip(
+            physical["round_boundary_wait"], physical["round_decision_seconds"], strict=False
+        )
+    ]
+    simulated = {name: _metrics(result.to_dict()) for name, result in steps.items()}
+    if noisy:
+        simulated[f"replay: + throughput noise (median of {noise_seeds})"] = {
+            key: statistics.median(m[key] for m in noisy) for key in noisy[0]
+        }
     return {
         "physical": _metrics(physical),
-        "simulated": {
-            **{name: _metrics(result.to_dict()) for name, result in steps.items()},
-            f"+ throughput noise (median of {noise_seeds})": {
-                key: statistics.median(m[key] for m in noisy) for key in noisy[0]
-            },
-        },
+        "simulated": simulated,
+        "status": physical.get("status", "completed"),
         "noise_sigma": sigma,
-        "noise_seeds": noise_seeds,
-        "noise_range": {
-            key: [min(m[key] for m in noisy), max(m[key] for m in noisy)] for key in noisy[0]
-        },
-        "noise_seeds_matching_unfair": sum(
-            1 for m in noisy if m["unfair_fraction"] == float(physical["unfair_fraction"])
-        ),
         "launches": sum(physical["launches"]),
         "preemptions": sum(physical["preemptions"]),
         "crash_restarts": sum(physical["restarts"]),
         "failed_jobs": physical["failed_jobs"],
-        "restart_seconds_mean": restart,
-        "restart_seconds_max": max((s[1] for s in starts), default=0.0),
-        "round_overhead_ms_mean": 1000 * statistics.fmean(overhead) if overhead else 0.0,
-        "round_overhead_ms_max": 1000 * max(overhead, default=0.0),
-        "throughput_ratio_mean": statistics.fmean(ratios) if ratios else math.nan,
+        "restart_seconds_predicted": restart,
+        "restart_seconds_measured": statistics.fmean(starts) if starts else 0.0,
+        "round_overhead_ms_predicted": 1000 * overhead,
+        "round_overhead_ms_measured": 1000 * statistics.fmean(turnaround) if turnaround else 0.0,
+        "throughput_ratio_median": statistics.median(ratios) if ratios else math.nan,
         "throughput_ratio_min": min(ratios, default=math.nan),
         "throughput_ratio_max": max(ratios, default=math.nan),
-        "epochs_off_plan": f"{planned_epochs}/{total_epochs}",
+        "epochs_off_plan": f"{off_plan}/{total_epochs}",
     }
 
 
@@ -312,75 +323,102 @@ def _metrics(result: dict[str, Any]) -> dict[str, float]:
     return {key: float(result[key]) for key in keys}
 
 
-def render(report: dict[str, Any]) -> str:
-    lines = [
-        f"Workload: {report['jobs']} jobs of the bundled families on {report['gpus']} CPU slots, "
-        f"generated for about {report['minutes']:g} minutes (seed {report['seed']}), rounds of "
-        f"{report['round_seconds']:g} s. Differences are simulated minus physical "
-        "(makespan, average JCT: relative; unfair fraction: points).",
-        "",
-        "| policy | run | makespan (s) | avg JCT (s) | unfair | worst rho | makespan diff | "
-        "avg JCT diff | unfair diff |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for policy, data in report["policies"].items():
-        physical = data["physical"]
-        rows = [("physical", physical), *data["simulated"].items()]
-        for name, m in rows:
-            diff = ""
-            if name != "physical":
-                diff = (
-                    f" | {100 * (m['makespan'] / physical['makespan'] - 1):+.1f} % "
-                    f"| {100 * (m['avg_jct'] / physical['avg_jct'] - 1):+.1f} % "
-                    f"| {100 * (m['unfair_fraction'] - physical['unfair_fraction']):+.1f} pt"
-                )
-            else:
-                diff = " | | |"
-            lines.append(
-                f"| {policy} | {name} | {m['makespan']:,.0f} | {m['avg_jct']:,.0f} | "
-                f"{100 * m['unfair_fraction']:.1f} % | {m['worst_ftf']:.2f}{diff} |"
-            )
-    lines += ["", "Measured effects per policy:", ""]
-    lines.append(
-        "| policy | launches | preemptions | crash restarts | restart cost mean / max (s) | "
-        "round overhead mean / max (ms) | measured / profiled throughput mean [min, max] | "
-        "epochs off the planned schedule |"
+def _diff(m: dict[str, float], physical: dict[str, float]) -> tuple[float, float, float]:
+    """Simulated minus physical: makespan and average JCT relative (%), unfair fraction (pt)."""
+    return (
+        100 * (m["makespan"] / physical["makespan"] - 1),
+        100 * (m["avg_jct"] / physical["avg_jct"] - 1),
+        100 * (m["unfair_fraction"] - physical["unfair_fraction"]),
     )
-    lines.append("|---|---|---|---|---|---|---|---|")
-    for policy, d in report["policies"].items():
-        lines.append(
-            f"| {policy} | {d['launches']} | {d['preemptions']} | {d['crash_restarts']} | "
-            f"{d['restart_seconds_mean']:.2f} / {d['restart_seconds_max']:.2f} | "
-            f"{d['round_overhead_ms_mean']:.0f} / {d['round_overhead_ms_max']:.0f} | "
-            f"{d['throughput_ratio_mean']:.3f} [{d['throughput_ratio_min']:.3f}, "
-            f"{d['throughput_ratio_max']:.3f}] | {d['epochs_off_plan']} |"
-        )
+
+
+def render(report: dict[str, Any]) -> str:
+    costs = report.get("costs") or {}
+    lines = [
+        f"Workloads: {report['jobs']} jobs each of the bundled families on {report['gpus']} CPU "
+        f"slots, generated for about {report['minutes']:g} minutes, rounds of "
+        f"{report['round_seconds']:g} s; generator seeds {', '.join(report['workloads'])} "
+        "(fresh: never used to calibrate or tune anything). Planned with this machine's "
+        f"profile, measured before the runs ({report['throughputs']}; restart "
+        f"{costs.get('restart_seconds', 0):.2f} s, round turnaround "
+        f"{1000 * costs.get('round_overhead_seconds', 0):.0f} ms).",
+        "",
+        "**Predictions** (`shockwave simulate` of the workload file alone, before the run) "
+        "against the physical runs; differences are predicted minus physical:",
+        "",
+        "| seed | policy | physical makespan (s) | predicted | diff | physical avg JCT (s) | "
+        "predicted | diff | physical unfair | predicted | diff | physical worst rho | "
+        "predicted |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    worst = [0.0, 0.0, 0.0]
+    for seed, entry in report["workloads"].items():
+        for policy, data in entry["policies"].items():
+            p, m = data["physical"], data["simulated"][PREDICTION]
+            d = _diff(m, p)
+            worst = [max(w, abs(x)) for w, x in zip(worst, d, strict=True)]
+            lines.append(
+                f"| {seed} | {policy} | {p['makespan']:,.0f} | {m['makespan']:,.0f} | "
+                f"{d[0]:+.1f} % | {p['avg_jct']:,.0f} | {m['avg_jct']:,.0f} | {d[1]:+.1f} % | "
+                f"{100 * p['unfair_fraction']:.1f} % | {100 * m['unfair_fraction']:.1f} % | "
+                f"{d[2]:+.1f} pt | {p['worst_ftf']:.2f} | {m['worst_ftf']:.2f} |"
+            )
     lines += [
         "",
-        "Simulated with the measured throughput noise, one run per seed: range of each metric",
-        "(the physical value in brackets).",
+        f"Largest prediction error: makespan {worst[0]:.1f} %, average JCT {worst[1]:.1f} %, "
+        f"unfair fraction {worst[2]:.1f} points.",
         "",
-        "| policy | sigma | makespan (s) | avg JCT (s) | unfair | seeds with the physical "
-        "unfair fraction |",
-        "|---|---|---|---|---|---|",
+        "**Replays** (explanations, not predictions: each uses what the physical run measured, "
+        "the batch size of every epoch and the jobs' measured throughput):",
+        "",
+        "| seed | policy | row | makespan (s) | avg JCT (s) | unfair | worst rho | makespan diff "
+        "| avg JCT diff | unfair diff |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for policy, d in report["policies"].items():
-        band, phys = d["noise_range"], d["physical"]
-        lines.append(
-            f"| {policy} | {d['noise_sigma']:.3f} | "
-            f"{band['makespan'][0]:,.0f} to {band['makespan'][1]:,.0f} ({phys['makespan']:,.0f}) | "
-            f"{band['avg_jct'][0]:,.0f} to {band['avg_jct'][1]:,.0f} ({phys['avg_jct']:,.0f}) | "
-            f"{100 * band['unfair_fraction'][0]:.1f} to {100 * band['unfair_fraction'][1]:.1f} % "
-            f"({100 * phys['unfair_fraction']:.1f} %) | "
-            f"{d['noise_seeds_matching_unfair']}/{d['noise_seeds']} |"
-        )
-    if "digests_identical_across_policies" in report:
+    for seed, entry in report["workloads"].items():
+        for policy, data in entry["policies"].items():
+            p = data["physical"]
+            for name, m in data["simulated"].items():
+                if name == PREDICTION:
+                    continue
+                d = _diff(m, p)
+                lines.append(
+                    f"| {seed} | {policy} | {name} | {m['makespan']:,.0f} | {m['avg_jct']:,.0f} | "
+                    f"{100 * m['unfair_fraction']:.1f} % | {m['worst_ftf']:.2f} | {d[0]:+.1f} % "
+                    f"| {d[1]:+.1f} % | {d[2]:+.1f} pt |"
+                )
+    lines += [
+        "",
+        "Measured in each run:",
+        "",
+        "| seed | policy | status | launches | preemptions | crash restarts | restart s "
+        "(profile / run) | round turnaround ms (profile / run) | measured / profiled "
+        "throughput, median [min, max] | epochs off the plan |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for seed, entry in report["workloads"].items():
+        for policy, d in entry["policies"].items():
+            lines.append(
+                f"| {seed} | {policy} | {d['status']} | {d['launches']} | {d['preemptions']} | "
+                f"{d['crash_restarts']} | {d['restart_seconds_predicted']:.2f} / "
+                f"{d['restart_seconds_measured']:.2f} | {d['round_overhead_ms_predicted']:.0f} / "
+                f"{d['round_overhead_ms_measured']:.0f} | {d['throughput_ratio_median']:.3f} "
+                f"[{d['throughput_ratio_min']:.3f}, {d['throughput_ratio_max']:.3f}] | "
+                f"{d['epochs_off_plan']} |"
+            )
+    digests = [
+        f"seed {seed}: {entry['digests_identical_across_policies']}"
+        for seed, entry in report["workloads"].items()
+        if "digests_identical_across_policies" in entry
+    ]
+    if digests:
         lines += [
             "",
-            "Final digests identical under every policy (preemption never changes a job's "
-            f"result): {report['digests_identical_across_policies']} jobs. Total wall time "
-            f"{report['wall_minutes']:.0f} minutes.",
+            "Jobs whose final digests are identical under every policy (preemption never "
+            f"changes a job's result): {'; '.join(digests)}.",
         ]
+    if "wall_minutes" in report:
+        lines.append(f"Total wall time {report['wall_minutes']:.0f} minutes.")
     return "\n".join(lines)
 
 

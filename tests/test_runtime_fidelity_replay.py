@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from benches import runtime_fidelity
 
-from shockwave.runtime.profile import write_throughput_file
-from shockwave.throughputs import ThroughputTable
+from shockwave.throughputs import RuntimeCosts, ThroughputTable
 from shockwave.traces import write_native
 from shockwave.workload import Workload
 from tests.test_runtime_scheduler import make_workload, run_fake
@@ -29,26 +28,32 @@ def test_replay_recomputes_every_step_from_the_run_directory(
     for job in workload.jobs:
         for size, seconds in zip(job.batch_sizes.tolist(), job.epoch_seconds.tolist(), strict=True):
             entries[(job.model, int(size), job.gang_size)] = (1000 / size) / seconds
-    write_throughput_file(ThroughputTable(entries), tmp_path / "throughputs.json")
-    write_native(workload, tmp_path / "workload.jsonl")
-    result, _, _ = run_fake(workload, "gavel", tmp_path / "run-gavel")
-    (tmp_path / "run-gavel" / "result.json").write_text(json.dumps(result.to_dict()))
-    settings = {"jobs": 5, "gpus": 2, "minutes": 1.0, "round_seconds": 10.0, "seed": 0}
-    (tmp_path / "fidelity.json").write_text(json.dumps({**settings, "policies": {"gavel": {}}}))
+    costs = RuntimeCosts(restart_seconds=0.0, round_overhead_seconds=0.0)
+    table = ThroughputTable(entries, costs=costs)
+    workload = dataclasses.replace(workload, throughputs=table, costs=costs)
+    seed_dir = tmp_path / "seed-0"
+    seed_dir.mkdir()
+    write_native(workload, seed_dir / "workload.jsonl")
+    result, _, _ = run_fake(workload, "gavel", seed_dir / "run-gavel")
+    (seed_dir / "run-gavel" / "result.json").write_text(json.dumps(result.to_dict()))
+    settings = {"jobs": 5, "gpus": 2, "minutes": 1.0, "round_seconds": 10.0}
+    settings |= {"throughputs": "fake", "costs": costs.to_dict()}
+    fidelity = {**settings, "workloads": {"0": {"policies": {"gavel": {}}}}}
+    (tmp_path / "fidelity.json").write_text(json.dumps(fidelity))
 
     assert runtime_fidelity.main(["--replay", str(tmp_path), "--noise-seeds", "3"]) == 0
     printed = capsys.readouterr().out
-    for step in ("planned", "realized", "+ restart", "+ planned view", "+ throughput noise"):
-        assert f"| gavel | {step}" in printed
+    assert "| 0 | gavel |" in printed  # the prediction row
+    for step in ("realized", "+ measured throughput", "+ planned view", "+ throughput noise"):
+        assert f"| 0 | gavel | replay: {step}" in printed
     report = runtime_fidelity._replay(
         runtime_fidelity.argparse.Namespace(replay=tmp_path, throughputs=None, noise_seeds=2)
     )
-    gavel = report["policies"]["gavel"]
+    gavel = report["workloads"]["0"]["policies"]["gavel"]
     physical = gavel["physical"]
-    # fake jobs run their profiles and start at once: the replays are the run itself, up to the
-    # whole steps a fake job runs (an epoch of 1000 samples at 64 is 15.6 steps)
-    for step in ("realized", "+ planned view"):
+    # fake jobs run their profiles and start at once: the prediction and the replays are the run
+    # itself, up to the whole steps a fake job runs (an epoch of 1000 samples at 64 is 15.6 steps)
+    for step in ("prediction", "replay: realized", "replay: + planned view"):
         assert gavel["simulated"][step]["makespan"] == pytest.approx(physical["makespan"], rel=0.02)
         assert gavel["simulated"][step]["avg_jct"] == pytest.approx(physical["avg_jct"], rel=0.02)
-    assert gavel["simulated"]["planned"] == gavel["simulated"]["realized"]  # nothing adapted
-    assert gavel["noise_seeds_matching_unfair"] == 2
+    assert gavel["simulated"]["prediction"] == gavel["simulated"]["replay: realized"]

@@ -246,8 +246,8 @@ def test_a_workload_that_cannot_run_is_refused(tmp_path: Path) -> None:
              "--run-dir", str(tmp_path / "r")),
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    assert done.returncode == 2
-    assert "cannot run for real" in done.stderr
+    assert done.returncode == 3  # an input error: the workload file names the job
+    assert "cannot run for real" in done.stderr and str(path) in done.stderr
 
 
 # -------------------------------------------------------------------------------- Ray

@@ -347,3 +347,31 @@ def test_cluster_profile_measures_throughputs_on_a_full_machine_and_the_costs(
     assert set(table.entries) == {("softmax-digits", b, 1) for b in (16, 32, 64, 128, 256)}
     assert table.costs is not None and table.costs.restart_seconds > 0
     assert "runtime costs: restart" in done.stdout
+
+
+def test_the_progress_line_names_the_error_of_a_job_that_keeps_failing() -> None:
+    import io
+    from types import SimpleNamespace
+
+    from shockwave.cli.cluster_commands import LiveDisplay
+    from shockwave.runtime.engine import JobRun
+
+    crashing = JobRun(status="waiting", crashes=2, error="[Errno 2] No such file: 'ckpt.tmp'")
+    engine = SimpleNamespace(
+        k=3,
+        n=2,
+        gpus=2,
+        origin=0.0,
+        job_ids=np.array([7, 8]),
+        runs=[JobRun(status="running"), crashing],
+        counts=lambda: {"slots_busy": 1, "running": 1, "waiting": 1},
+        trace_now=lambda: 12.0,
+    )
+    stream = io.StringIO()
+    LiveDisplay(stream).update(engine)  # type: ignore[arg-type]
+    assert "[job 8 crash 2: [Errno 2] No such file: 'ckpt.tmp']" in stream.getvalue()
+    crashing.status = "failed"
+    engine.k = 4
+    display = LiveDisplay(stream)
+    display.update(engine)  # type: ignore[arg-type]
+    assert "job 8 FAILED" in stream.getvalue()

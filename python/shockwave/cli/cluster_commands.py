@@ -24,7 +24,7 @@ from shockwave.cli.exit_codes import InputError, OutputError
 from shockwave.cli.paths import check_distinct_paths
 from shockwave.cli.simulate_commands import read_config, render_summary
 from shockwave.policies import POLICIES, resolve_policy_name
-from shockwave.runtime import RunDirectoryBusyError
+from shockwave.runtime import JournalError, RunDirectoryBusyError
 from shockwave.runtime.config import DEFAULT_RUN_ROUND_SECONDS, EXECUTORS, RuntimeConfig
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces import load_throughputs, load_workload, write_native
@@ -32,6 +32,10 @@ from shockwave.traces import load_throughputs, load_workload, write_native
 if TYPE_CHECKING:
     from shockwave.runtime import RunResult
     from shockwave.runtime.engine import RuntimeEngine
+
+
+#: A run whose jobs trained this far from the table's speed (relative) prints a note.
+PROFILE_DRIFT_WARNING = 0.15
 
 
 def register(subparsers: Any) -> None:
@@ -302,10 +306,22 @@ def _run(args: argparse.Namespace) -> int:
             result = _start_run(args, display, output)
     except RunDirectoryBusyError as exc:
         raise OutputError(str(exc)) from None
+    except JournalError as exc:
+        if args.resume:  # a missing, corrupt or tampered journal: an input error
+            raise InputError(str(exc)) from None
+        raise
     finally:
         display.close()
         signal.signal(signal.SIGTERM, previous)
     print(render_run(result))
+    ratio = result.profile_ratio
+    if ratio is not None and abs(ratio - 1.0) > PROFILE_DRIFT_WARNING:
+        print(
+            f"note: the jobs trained at {ratio:.2f} times the speed of the throughput table "
+            "(this machine's speed drifts): run 'shockwave cluster profile' again before a "
+            "run you want to predict",
+            file=sys.stderr,
+        )
     if result.output is not None:
         print(f"wrote {result.output}")
     print(f"run directory: {result.run_dir} (result.json, journal.sqlite, logs/, checkpoints/)")

@@ -137,12 +137,24 @@ class JobContext:
         return cls(launch, connection)
 
     @classmethod
-    def standalone(cls, launch: JobLaunch) -> JobContext:
-        """A context without a scheduler for ``launch`` (endless lease, never stopped).
+    def standalone(cls, launch: JobLaunch, *, seconds: float | None = None) -> JobContext:
+        """A context without a scheduler for ``launch``: an endless lease, never stopped, or,
+        with ``seconds``, a lease of that many seconds from now, after which
+        :meth:`should_stop` says ``True`` (a time-limited run: the throughput profile measures
+        the real training loop this way).
 
         Checkpoints go to ``launch.checkpoint_path`` (nowhere if it is empty).
+
+        Raises:
+            ValueError: for ``seconds`` that is not a finite number > 0.
         """
-        return cls(launch, None)
+        ctx = cls(launch, None)
+        if seconds is not None:
+            if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+                raise ValueError(f"seconds must be a finite number > 0, got {seconds!r}")
+            ctx._lease = Lease(round_index=0, seconds=float(seconds))
+            ctx._lease_received = time.monotonic()
+        return ctx
 
     # ----------------------------------------------------------------- state
 
@@ -264,13 +276,13 @@ class JobContext:
         ``True`` when the scheduler said ``stop`` (now or earlier), the process got ``SIGTERM``,
         or the connection broke. When the lease is over, sends ``boundary`` and blocks for the
         answer: a new lease gives ``False`` (keep training), ``stop`` gives ``True``. Standalone:
-        always ``False``.
+        ``False``, or with a time-limited lease, whether it is over.
         """
         self._check_open()
         if not self._begun:
             self._begin("fresh")
         if self._connection is None:
-            return False
+            return self._lease is not ENDLESS_LEASE and self._lease_over()
         if self._must_stop():
             return True
         self._poll_unsolicited()

@@ -175,15 +175,19 @@ def resume_run(
             journal.close()
             raise JournalError(f"{run_dir}: this run has finished; nothing to resume")
         workload = read_native(run_dir / WORKLOAD_NAME)
-        settings = dict(meta["config"])
-        output = meta.get("output")
-        config = RuntimeConfig(
-            **settings,
-            run_dir=run_dir,
-            workdir=Path(meta["workdir"]),
-            output=None if output is None else Path(output),
-        )
-        name = meta["policy"]
+        try:
+            output = meta.get("output")
+            config = RuntimeConfig(
+                **dict(meta["config"]),
+                run_dir=run_dir,
+                workdir=Path(meta["workdir"]),
+                output=None if output is None else Path(output),
+            )
+            name = str(meta["policy"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise JournalError(
+                f"{journal.path}: the run's settings are unreadable ({exc})"
+            ) from None
         if name.startswith("<instance"):
             if policy is None:
                 raise JournalError(f"{run_dir}: the run used {name}: pass an equivalent policy")

@@ -44,13 +44,16 @@ import numpy.typing as npt
 from shockwave.job.protocol import JobMessage, Lease, Report, SchedulerMessage
 from shockwave.job.spec import SlotKind
 from shockwave.policies.protocol import AllocationPolicy, Policy, RoundPolicy
+from shockwave.runtime import state_codec
 from shockwave.runtime.config import RuntimeConfig
 from shockwave.runtime.executor import Executor, ExecutorEvent, JobExited, job_launch
-from shockwave.runtime.journal import Journal, JournalRound
+from shockwave.runtime.journal import Journal, JournalError, JournalRound
+from shockwave.scheduling.state import SampleLog
 from shockwave.sim.config import SimulationConfig
 from shockwave.sim.engine import ProgressColumns
 from shockwave.sim.exact_engine import ExactEngine
 from shockwave.sim.plan_view import PlanView
+from shockwave.sim.round_mechanism import RoundMechanism
 from shockwave.sim.state import ClusterState
 from shockwave.workload import Workload
 
@@ -653,10 +656,34 @@ class RuntimeEngine(ExactEngine):
 
     def restore(self, journal_rounds: list[JournalRound], snapshot: dict[str, Any]) -> None:
         """Continue a journaled run: replay the policy, restore the scheduler, restart the clock
-        at the end of the round that was in flight (its work is lost)."""
+        at the end of the round that was in flight (its work is lost).
+
+        Raises:
+            JournalError: for a snapshot or a journaled state that does not fit this run.
+        """
+        where = f"{self.journal.path}: the snapshot"
+        if not isinstance(snapshot, dict) or set(snapshot) != set(_SNAPSHOT_FIELDS):
+            raise JournalError(f"{where} does not hold the scheduler's fields")
+        for name in _SNAPSHOT_FIELDS:
+            current, saved = getattr(self, name), snapshot[name]
+            if current is not None and type(saved) is not type(current):
+                raise JournalError(f"{where}: {name} is a {type(saved).__name__}")
+            if isinstance(current, np.ndarray) and (
+                saved.dtype != current.dtype or saved.ndim != current.ndim
+            ):
+                raise JournalError(f"{where}: {name} has the wrong dtype or shape")
+        if len(snapshot["runs"]) != self.n or not all(
+            isinstance(run, JobRun) for run in snapshot["runs"]
+        ):
+            raise JournalError(f"{where}: runs does not hold one record per job")
         for name in _SNAPSHOT_FIELDS:
             setattr(self, name, snapshot[name])
-        self._replay(journal_rounds)
+        try:
+            self._replay(journal_rounds)
+        except (TypeError, ValueError, KeyError, IndexError) as exc:
+            raise JournalError(
+                f"{self.journal.path}: a journaled round does not fit this run ({exc})"
+            ) from None
         for run in self.runs:
             if run.status in _LIVE:
                 run.status = "waiting"
@@ -722,6 +749,11 @@ class RuntimeEngine(ExactEngine):
         out["slots_busy"] = self.gpus - len(self.free_slots)
         return out
 
+
+# the objects a journaled snapshot holds besides plain values and arrays (data only)
+state_codec.register(JobRun)
+state_codec.register(RoundMechanism, tuple(vars(RoundMechanism(0, 1.0))))
+state_codec.register(SampleLog, tuple(vars(SampleLog(np.zeros(0, dtype=np.int64)))))
 
 #: What a snapshot holds (the engine's mutable state; see :meth:`RuntimeEngine.snapshot`).
 _SNAPSHOT_FIELDS = (

@@ -9,12 +9,20 @@ fsync'd). Every round is one transaction holding
 
 together with the events of the round (starts, stops, completions, crashes) as readable rows.
 ``shockwave cluster run --resume DIR`` reads the run's settings back from the ``meta`` table.
+
+State is data, never code: every blob is JSON plus numpy arrays
+(:mod:`shockwave.runtime.state_codec`), so reading a journal that someone edited cannot run
+anything. Every round row carries a SHA-256 digest chained over the rows before it (its index,
+boundary, state and decision, and the previous row's digest), and the snapshot row the digest
+of its round's row and of its own data: a flipped bit, a deleted or reordered round, a snapshot
+of another round are refused on resume with a :class:`JournalError` naming the journal and the
+round (the command line's exit status 3).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import pickle
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -22,8 +30,11 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-#: Version of the journal's layout (a resume refuses a journal of another version).
-JOURNAL_VERSION = 1
+from shockwave.runtime import state_codec
+
+#: Version of the journal's layout (a resume refuses a journal of another version). Version 2:
+#: data-only blobs and chained digests (version 1 held pickles).
+JOURNAL_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,12 +43,14 @@ CREATE TABLE IF NOT EXISTS rounds (
     trace_time REAL NOT NULL,
     wall_time REAL NOT NULL,
     state BLOB NOT NULL,
-    decision BLOB NOT NULL
+    decision BLOB NOT NULL,
+    digest TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS snapshot (
     id INTEGER PRIMARY KEY CHECK (id = 0),
     round INTEGER,
-    data BLOB
+    data BLOB,
+    digest TEXT
 );
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -51,7 +64,7 @@ CREATE TABLE IF NOT EXISTS events (
 
 
 class JournalError(ValueError):
-    """A journal that cannot be resumed (missing, another version, another workload)."""
+    """A journal that cannot be resumed (missing, another version, corrupt or tampered with)."""
 
 
 @dataclass(frozen=True)
@@ -110,9 +123,16 @@ class Journal:
                 )
 
     def meta(self) -> dict[str, Any]:
-        """Every meta value."""
+        """Every meta value.
+
+        Raises:
+            JournalError: for a meta value that is not JSON.
+        """
         rows = self._db.execute("SELECT key, value FROM meta").fetchall()
-        return {key: json.loads(value) for key, value in rows}
+        try:
+            return {key: json.loads(value) for key, value in rows}
+        except (TypeError, json.JSONDecodeError) as exc:
+            raise JournalError(f"{self.path}: a meta value is not JSON ({exc})") from None
 
     # --------------------------------------------------------------------------- rounds
     def event(self, kind: str, *, job: int | None = None, round_index: int | None = None,
@@ -130,15 +150,23 @@ class Journal:
     ) -> None:
         """Write round ``index`` (its policy input and answer), the scheduler's snapshot and the
         buffered events in one durable transaction."""
+        state_blob, decision_blob = state_codec.encode(state), state_codec.encode(decision)
+        snapshot_blob = state_codec.encode(snapshot)
         with self._transaction():
-            self._db.execute(
-                "INSERT OR REPLACE INTO rounds (idx, trace_time, wall_time, state, decision) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (index, trace_time, time.time(), _dump(state), _dump(decision)),
+            row = self._db.execute(
+                "SELECT digest FROM rounds WHERE idx < ? ORDER BY idx DESC LIMIT 1", (index,)
+            ).fetchone()
+            digest = _round_digest(
+                row[0] if row else "", index, trace_time, state_blob, decision_blob
             )
             self._db.execute(
-                "INSERT OR REPLACE INTO snapshot (id, round, data) VALUES (0, ?, ?)",
-                (index, _dump(snapshot)),
+                "INSERT OR REPLACE INTO rounds (idx, trace_time, wall_time, state, decision, "
+                "digest) VALUES (?, ?, ?, ?, ?, ?)",
+                (index, trace_time, time.time(), state_blob, decision_blob, digest),
+            )
+            self._db.execute(
+                "INSERT OR REPLACE INTO snapshot (id, round, data, digest) VALUES (0, ?, ?, ?)",
+                (index, snapshot_blob, _snapshot_digest(digest, snapshot_blob)),
             )
             self._write_events()
 
@@ -149,16 +177,63 @@ class Journal:
                 self._write_events()
 
     def rounds(self) -> list[JournalRound]:
-        """Every journaled round, in order."""
-        rows = self._db.execute(
-            "SELECT idx, trace_time, state, decision FROM rounds ORDER BY idx"
-        ).fetchall()
-        return [JournalRound(i, t, _load(s), _load(d)) for i, t, s, d in rows]
+        """Every journaled round, in order, each checked against its chained digest.
+
+        Raises:
+            JournalError: naming the round that is missing, altered or unreadable.
+        """
+        rows = self._query(
+            "SELECT idx, trace_time, state, decision, digest FROM rounds ORDER BY idx"
+        )
+        out = []
+        previous = ""
+        for expected, (index, trace_time, state, decision, digest) in enumerate(rows):
+            where = f"{self.path}: round {expected}"
+            if index != expected:
+                raise JournalError(f"{where} is missing (the next journaled round is {index})")
+            if not isinstance(state, bytes) or not isinstance(decision, bytes):
+                raise JournalError(f"{where}: its state or decision is not a blob")
+            if digest != _round_digest(previous, index, trace_time, state, decision):
+                raise JournalError(f"{where}: its digest does not match (corrupt or altered)")
+            previous = digest
+            try:
+                out.append(
+                    JournalRound(
+                        index, trace_time, state_codec.decode(state), state_codec.decode(decision)
+                    )
+                )
+            except state_codec.StateFormatError as exc:
+                raise JournalError(f"{where}: {exc}") from None
+            if not isinstance(out[-1].state, dict):
+                raise JournalError(f"{where}: its state is not a table of fields")
+        return out
 
     def snapshot(self) -> tuple[int, Any] | None:
-        """``(round, snapshot)`` of the latest round, or ``None`` before the first."""
-        row = self._db.execute("SELECT round, data FROM snapshot WHERE id = 0").fetchone()
-        return None if row is None else (int(row[0]), _load(row[1]))
+        """``(round, snapshot)`` of the latest round, or ``None`` before the first; checked
+        against the digest of that round's row (read :meth:`rounds` first).
+
+        Raises:
+            JournalError: for a snapshot of another round, altered or unreadable.
+        """
+        rows = self._query("SELECT round, data, digest FROM snapshot WHERE id = 0")
+        if not rows:
+            return None
+        index, data, digest = rows[0]
+        last = self._query("SELECT idx, digest FROM rounds ORDER BY idx DESC LIMIT 1")
+        if not last or last[0][0] != index:
+            raise JournalError(f"{self.path}: the snapshot is not of the last journaled round")
+        if not isinstance(data, bytes) or digest != _snapshot_digest(last[0][1], data):
+            raise JournalError(f"{self.path}: the snapshot's digest does not match (corrupt)")
+        try:
+            return int(index), state_codec.decode(data)
+        except state_codec.StateFormatError as exc:
+            raise JournalError(f"{self.path}: the snapshot: {exc}") from None
+
+    def _query(self, sql: str) -> list[Any]:
+        try:
+            return self._db.execute(sql).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise JournalError(f"{self.path}: cannot read the journal ({exc})") from None
 
     def events(self) -> list[tuple[float, int | None, int | None, str, str | None]]:
         """Every event row: (wall time, round, job, kind, detail)."""
@@ -194,9 +269,17 @@ class _Transaction:
         self._db.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
-def _dump(value: Any) -> bytes:
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+def _round_digest(
+    previous: str, index: int, trace_time: float, state: bytes, decision: bytes
+) -> str:
+    """A round row's digest, chained to the previous row's."""
+    hasher = hashlib.sha256(previous.encode())
+    hasher.update(f"|{index}|{float(trace_time)!r}|".encode())
+    for blob in (state, decision):
+        hasher.update(len(blob).to_bytes(8, "little"))
+        hasher.update(blob)
+    return hasher.hexdigest()
 
 
-def _load(blob: bytes) -> Any:
-    return pickle.loads(blob)  # the run's own journal, written by this package
+def _snapshot_digest(round_digest: str, data: bytes) -> str:
+    return hashlib.sha256(round_digest.encode() + data).hexdigest()

@@ -38,6 +38,7 @@ import numpy as np
 from shockwave import __version__
 from shockwave.errors import TraceError
 from shockwave.job.families import FAMILIES
+from shockwave.job.profiling import measure_throughput
 from shockwave.job.spec import RunSpec
 from shockwave.profiles import epoch_durations
 from shockwave.runtime.config import machine_gpus, usable_cores
@@ -171,6 +172,9 @@ def measure_costs(table: ThroughputTable) -> RuntimeCosts:
 
     family, batch_size = "softmax-digits", 32
     per_epoch = FAMILIES[family].samples_per_epoch
+    if (family, batch_size, 1) not in table:  # a partial profile: measure the one entry needed
+        rate = measure_throughput(family, batch_size, 1, seconds=0.5)
+        table = ThroughputTable({**table.entries, (family, batch_size, 1): rate})
     one = epoch_durations(family, np.array([batch_size]), 1, table, per_epoch)
     epochs = max(2, round(COST_JOB_SECONDS / float(one[0])))
     jobs = tuple(

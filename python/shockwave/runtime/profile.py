@@ -14,6 +14,12 @@ of a real run shares the machine with its neighbours most of the time (a policy 
 cluster busy), and measured alone it runs 7 to 21 % faster on the project's 2-core machines (the
 memory system and the clock boost are shared), so a table measured alone would make every
 prediction too fast. ``contended=False`` measures each entry alone.
+
+Every entry is measured in several passes (:data:`DEFAULT_PASSES`), one pass over all the
+entries after the other, and its rate is their mean: the speed of the project's virtual machines
+wanders by 10 to 20 % from one minute to the next (and by a third over tens of minutes), so
+spreading each entry's measurement over the whole profile gives every entry the same mean
+conditions instead of each its own moment's.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from shockwave.job.profiling import measure_throughput
 from shockwave.runtime.config import usable_cores
 from shockwave.throughputs import COSTS_KEY, ThroughputTable, format_job_type
 
+#: How many passes over the entries a profile makes (see the module notes).
+DEFAULT_PASSES = 3
 #: Called after every measurement with (family, batch size, gang size, iterations/s).
 ProfileCallback = Callable[[str, int, int, float], None]
 
@@ -45,6 +53,7 @@ def profile_families(
     *,
     seconds: float = 2.0,
     contended: bool = True,
+    passes: int = DEFAULT_PASSES,
     progress: ProfileCallback | None = None,
 ) -> ThroughputTable:
     """Measure every (family, batch size, gang size) and return the table.
@@ -53,9 +62,13 @@ def profile_families(
         families: which bundled families (default: all).
         gang_sizes: which gang sizes (default: :func:`default_gang_sizes`); each must fit in the
             cores.
-        seconds: measuring time per entry, seconds (after a warm-up).
+        seconds: measuring time per entry, seconds, in all (each pass measures
+            ``seconds / passes`` after its own warm-up).
         contended: measure each entry on a full machine (see the module notes), or alone.
-        progress: called after each entry.
+        passes: how many times every entry is measured, in turn, the passes one after the
+            other over all the entries; an entry's rate is the mean of its passes (see the module
+            notes).
+        progress: called after each entry's last pass, with its mean rate.
 
     Raises:
         ValueError: naming the argument.
@@ -71,17 +84,20 @@ def profile_families(
     for gang in gangs:
         if not is_integer(gang, numpy=False) or not 1 <= gang <= cores:
             raise ValueError(f"gang sizes must be integers in [1, {cores}] here, got {gang!r}")
-    entries: dict[tuple[str, int, int], float] = {}
-    for name in names:
-        for batch_size in FAMILIES[name].batch_sizes:
-            for gang in gangs:
-                copies = cores // gang if contended else 1
-                rate = measure_throughput(
-                    name, batch_size, gang, seconds=seconds, copies=max(1, copies)
-                )
-                entries[(name, batch_size, gang)] = rate
-                if progress is not None:
-                    progress(name, batch_size, gang, rate)
+    if not is_integer(passes, numpy=False) or not 1 <= passes <= 100:
+        raise ValueError(f"passes must be an integer in [1, 100], got {passes!r}")
+    keys = [(n, b, g) for n in names for b in FAMILIES[n].batch_sizes for g in gangs]
+    rates: dict[tuple[str, int, int], list[float]] = {key: [] for key in keys}
+    for _ in range(passes):
+        for name, batch_size, gang in keys:
+            copies = max(1, cores // gang) if contended else 1
+            rates[(name, batch_size, gang)].append(
+                measure_throughput(name, batch_size, gang, seconds=seconds / passes, copies=copies)
+            )
+    entries = {key: sum(values) / len(values) for key, values in rates.items()}
+    if progress is not None:
+        for (name, batch_size, gang), rate in entries.items():
+            progress(name, batch_size, gang, rate)
     how = "on a full machine" if contended else "alone"
     return ThroughputTable(entries, source=f"shockwave cluster profile ({how})")
 

@@ -101,7 +101,7 @@ def decode(blob: bytes) -> Any:
 def _encode(value: Any, arrays: list[np.ndarray[Any, Any]], depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise TypeError("state nested too deeply")
-    if isinstance(value, np.generic) and not isinstance(value, np.ndarray):
+    if isinstance(value, np.generic):
         if value.dtype.hasobject:
             raise TypeError("object scalars cannot be journaled")
         return {"n": value.dtype.str, "v": _encode(value.item(), arrays, depth + 1)}

@@ -8,9 +8,8 @@ import sys
 from typing import Any
 
 from shockwave import __version__
-from shockwave.atomic import atomic_write_text
-from shockwave.cli.exit_codes import OutputError, UsageError
-from shockwave.cli.paths import check_distinct_paths
+from shockwave.cli.exit_codes import UsageError
+from shockwave.cli.paths import check_distinct_paths, write_output
 from shockwave.cli.simulate_commands import check_outputs
 from shockwave.scheduling import MECHANICS
 
@@ -121,14 +120,8 @@ def _write(args: argparse.Namespace, document: dict[str, Any], markdown: str) ->
         ("--output", args.output, json.dumps(document, indent=2) + "\n"),
         ("--markdown", args.markdown, markdown),
     ):
-        if not path:
-            continue
-        try:
-            atomic_write_text(path, text)
-        except OSError as exc:
-            raise OutputError(
-                f"{option} {path}: the write failed ({exc.strerror}); the previous file is intact"
-            ) from None
+        if path:
+            write_output(path, option, text)
 
 
 def _scale(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from os import PathLike
 
-from shockwave.atomic import same_file
+from shockwave.atomic import atomic_write_text, same_file
 from shockwave.cli.exit_codes import OutputError
 
 PathArgument = str | PathLike[str] | None
@@ -53,3 +53,18 @@ def check_distinct_paths(
                     f"{other} {other_path} and {option} {path} are the same file: one would "
                     "overwrite the other; give each output its own path"
                 )
+
+
+def write_output(path: str | PathLike[str], option: str, text: str) -> None:
+    """Write an output file atomically.
+
+    Raises:
+        OutputError: (exit status 4) naming the option and the path when the write fails; the
+            previous file is intact.
+    """
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise OutputError(
+            f"{option} {path}: the write failed ({exc.strerror}); the previous file is intact"
+        ) from None

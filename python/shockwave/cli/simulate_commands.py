@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from shockwave.atomic import atomic_write_text, check_writable
+from shockwave.atomic import check_writable
 from shockwave.cli import exit_codes
 from shockwave.cli.exit_codes import InputError, OutputError, UsageError
-from shockwave.cli.paths import check_distinct_paths
+from shockwave.cli.paths import check_distinct_paths, write_output
 from shockwave.metrics import SimulationResult
 from shockwave.policies import POLICIES, make_policy, policy_parameters, resolve_policy_name
 from shockwave.sim import MECHANICS, CheckpointSettings, Simulation, SimulationConfig
@@ -315,12 +315,7 @@ def _check_plot_directory(directory: Path) -> None:
 
 
 def _write(path: str, option: str, text: str) -> None:
-    try:
-        atomic_write_text(path, text)
-    except OSError as exc:
-        raise OutputError(
-            f"{option} {path}: the write failed ({exc.strerror}); the previous file is intact"
-        ) from None
+    write_output(path, option, text)
     print(f"wrote {path}")
 
 

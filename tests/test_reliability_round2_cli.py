@@ -23,8 +23,8 @@ import pytest
 
 from shockwave import atomic
 from shockwave.cli import exit_codes, main
-from shockwave.cli.exit_codes import OutputError
 from shockwave.cli.paths import check_distinct_paths
+from shockwave.errors import OutputError
 from shockwave.sweep import SpecError, load_spec
 from shockwave.sweep.cells import DEFAULT_MAX_CELLS
 from shockwave.sweep.spec import grid_axes, parse_spec
@@ -178,7 +178,7 @@ def test_the_shared_helper(tmp_path: Path) -> None:
     check_distinct_paths({"--out": str(b), "--other": None}, {"--in": str(a), "--none": ""})
     with pytest.raises(OutputError, match=r"^--out .* is the same file as --in ") as info:
         check_distinct_paths({"--out": str(tmp_path / "." / "a")}, {"--in": str(a)})
-    assert info.value.status == exit_codes.OUTPUT
+    assert info.value.exit_status == exit_codes.OUTPUT
     check_distinct_paths({"--save": str(a)}, {"--load": str(a)}, replaces=[("--save", "--load")])
     with pytest.raises(OutputError, match=r"^--x .* and --y .* are the same file"):
         check_distinct_paths({"--x": str(b), "--y": str(b)})

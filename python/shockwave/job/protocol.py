@@ -33,6 +33,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from shockwave.errors import DataError
+
 #: Kinds of messages a job sends.
 JobMessageKind = Literal["hello", "progress", "boundary", "checkpointed", "finished", "failed"]
 JOB_MESSAGE_KINDS: tuple[JobMessageKind, ...] = (
@@ -45,7 +47,7 @@ JOB_MESSAGE_KINDS: tuple[JobMessageKind, ...] = (
 )
 
 
-class ProtocolError(ValueError):
+class ProtocolError(DataError, ValueError):
     """A message that does not follow the protocol (the text names what is wrong)."""
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from shockwave import __version__
 from shockwave.atomic import atomic_write_text
+from shockwave.errors import OutputError
 from shockwave.job.spec import SlotKind
 from shockwave.policies import make_policy, resolve_policy_name
 from shockwave.policies.protocol import Policy
@@ -237,8 +238,9 @@ def _execute(
     return result
 
 
-class RunDirectoryBusyError(JournalError):
-    """The run directory belongs to a scheduler that is still running."""
+class RunDirectoryBusyError(OutputError, JournalError):
+    """The run directory belongs to a scheduler that is still running (an output refused: exit
+    status 4; also a :class:`JournalError`)."""
 
 
 class RunLock:

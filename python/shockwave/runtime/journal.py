@@ -30,6 +30,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from shockwave.errors import DataError
 from shockwave.runtime import state_codec
 
 #: Version of the journal's layout (a resume refuses a journal of another version). Version 2:
@@ -63,7 +64,7 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
-class JournalError(ValueError):
+class JournalError(DataError, ValueError):
     """A journal that cannot be resumed (missing, another version, corrupt or tampered with)."""
 
 

@@ -32,12 +32,14 @@ from typing import Any
 
 import numpy as np
 
+from shockwave.errors import DataError
+
 MAGIC = b"SWS1"
 #: Nesting deeper than this is refused (the scheduler's state is a few levels deep).
 MAX_DEPTH = 32
 
 
-class StateFormatError(ValueError):
+class StateFormatError(DataError, ValueError):
     """A state blob that is not one this module wrote (corrupt, truncated, tampered with)."""
 
 

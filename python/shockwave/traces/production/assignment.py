@@ -59,6 +59,7 @@ from shockwave.catalog import (
     gns_staircase,
     model_family,
 )
+from shockwave.errors import UsageError
 from shockwave.limits import INT64_MAX
 from shockwave.profiles import batch_size_schedule
 from shockwave.throughputs import ThroughputTable
@@ -119,7 +120,7 @@ class Profile(NamedTuple):
     samples_per_epoch: int
 
 
-class NoJobTypeError(ValueError):
+class NoJobTypeError(UsageError, ValueError):
     """The throughput table holds no job type a gang size can take."""
 
 

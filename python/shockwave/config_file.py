@@ -289,7 +289,7 @@ def _type_problem(value: Any, kind: Any) -> str | None:
         problems = [_type_problem(value, option) for option in options]
         if any(p is None for p in problems):
             return None
-        return " or ".join(p.removeprefix("must be ") for p in problems if p)
+        return "must be " + " or ".join(p.removeprefix("must be ") for p in problems if p)
     if origin is Literal:
         choices = typing.get_args(kind)
         if value in choices and not isinstance(value, bool):

@@ -379,10 +379,13 @@ def _start_run(args: argparse.Namespace, display: LiveDisplay, output: Path | No
     if run_dir.exists() and not run_dir.is_dir():
         raise OutputError(f"--run-dir {run_dir}: exists and is not a directory")
     paths: dict[str, Any] = {"run_dir": run_dir, "workdir": workload_path.parent, "output": output}
-    if config_file is not None and settings:  # a refusal is the config's (status 3)
-        config = config_file.runtime_config(gpus=args.gpus, **given, **paths)
-    else:
-        config = RuntimeConfig(gpus=args.gpus, **given, **paths)
+    config = RuntimeConfig(gpus=args.gpus, **given, **paths)  # the options alone (status 2)
+    if config_file is not None and settings:
+        try:
+            config = RuntimeConfig(gpus=args.gpus, **given, **paths, **settings)
+        except (ValueError, TypeError) as exc:  # the config's (status 3), named by its table
+            where = "runtime" if config_file.runtime else "simulation"
+            raise config_file.error(where, str(exc)) from None
     if output is not None and output == config.run_dir / "result.json":
         raise OutputError(f"--output {output}: the run directory's own result file")
     workload = load_workload(workload_path)  # a bad job fails here, before any profiling

@@ -188,6 +188,8 @@ def parse_document(
             raise error_class(path, "", f"not valid JSON ({exc.msg})", line=exc.lineno) from None
         except RecursionError:
             raise error_class(path, "", "JSON nested too deeply") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise error_class(path, "", f"not valid JSON ({exc})") from None
     else:
         toml = _toml_module()
         try:
@@ -196,6 +198,8 @@ def parse_document(
             raise error_class(path, "", f"not valid TOML ({exc})", line=_toml_line(exc)) from None
         except RecursionError:
             raise error_class(path, "", "TOML nested too deeply") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise error_class(path, "", f"not valid TOML ({exc})") from None
     if not isinstance(data, dict):
         raise error_class(path, "", "the document must be a table (a JSON object)")
     return ConfigDocument(path, text, data, error_class)
@@ -303,17 +307,23 @@ def _type_problem(value: Any, kind: Any) -> str | None:
         ok = isinstance(value, int) and not isinstance(value, bool)
         return None if ok else "must be an integer"
     if kind is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if ok and not math.isfinite(value):
-            return "must be a finite number"
-        return None if ok else "must be a number"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return "must be a number"
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an integer beyond the doubles
+            finite = False
+        return None if finite else "must be a finite number"
     if kind is str or kind is Path:
         return None if isinstance(value, str) else "must be a string"
     return None  # a type the reader does not know: the dataclass checks it
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an integer too long to write out
+        return f"an integer of {value.bit_length()} bits"
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -121,6 +121,7 @@ BAD_SPECS = [
     ('policies = ["fifo", "lottery"]\n' + GENERATED, "policies[1]: unknown policy 'lottery'"),
     ('policies = ["fifo", "fifo"]\n' + GENERATED, "policies: lists 'fifo' twice"),
     ("policies = []\n" + GENERATED, "policies: must be a non-empty list"),
+    ("policies = [[]]\n" + GENERATED, "policies: must be a non-empty list of strings, got [[]]"),
     (GENERATED, "policies: required"),
     ('policies = ["fifo"]\n', "traces: required"),
     ('policies = ["fifo"]\nmechanics = ["quick"]\n' + GENERATED, "mechanics: unknown mechanics"),

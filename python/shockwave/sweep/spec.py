@@ -251,7 +251,7 @@ def grid_axes(data: Mapping[str, Any]) -> dict[str, int]:
     for key, tables in params.items() if isinstance(params, dict) else ():
         tables = tables if isinstance(tables, list) else [tables]
         grids[_canonical_name(key)] = sum(product(t) for t in tables)
-    settings = sum(grids.get(_canonical_name(n), 1) for n in names) if names else 1
+    settings = sum(grids.get(_canonical_name(n), 1) if isinstance(n, str) else 1 for n in names)
     workloads = 0
     traces = data.get("traces")
     for table in traces if isinstance(traces, list) else ():

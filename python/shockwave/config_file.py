@@ -280,11 +280,6 @@ def field_types(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def settings_error(document: ConfigDocument, key: KeyPath, exc: Exception) -> ConfigError:
-    """The error for a table whose values its dataclass (or policy) refused together."""
-    return document.error(key, str(exc))
-
-
 def _type_problem(value: Any, kind: Any) -> str | None:
     """What is wrong with ``value`` as a ``kind`` (``None``: nothing)."""
     origin = typing.get_origin(kind)

@@ -380,12 +380,9 @@ def _start_run(args: argparse.Namespace, display: LiveDisplay, output: Path | No
         raise OutputError(f"--run-dir {run_dir}: exists and is not a directory")
     paths: dict[str, Any] = {"run_dir": run_dir, "workdir": workload_path.parent, "output": output}
     config = RuntimeConfig(gpus=args.gpus, **given, **paths)  # the options alone (status 2)
-    if config_file is not None and settings:
-        try:
-            config = RuntimeConfig(gpus=args.gpus, **given, **paths, **settings)
-        except (ValueError, TypeError) as exc:  # the config's (status 3), named by its table
-            where = "runtime" if config_file.runtime else "simulation"
-            raise config_file.error(where, str(exc)) from None
+    if config_file is not None and settings:  # a refusal is the config's (status 3)
+        shared = {k: v for k, v in settings.items() if k not in config_file.runtime}
+        config = config_file.runtime_config(gpus=args.gpus, **given, **paths, **shared)
     if output is not None and output == config.run_dir / "result.json":
         raise OutputError(f"--output {output}: the run directory's own result file")
     workload = load_workload(workload_path)  # a bad job fails here, before any profiling

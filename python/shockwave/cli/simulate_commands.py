@@ -370,6 +370,10 @@ def _prepare(
         print(
             f"note: --config has parameters for {', '.join(unused)}, not run here", file=sys.stderr
         )
+    if config_file is not None and config_file.runtime:
+        print(
+            "note: --config's [runtime] settings are for real runs (cluster run)", file=sys.stderr
+        )
     return workload, config, parameters
 
 

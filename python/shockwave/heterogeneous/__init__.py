@@ -1,0 +1,27 @@
+"""Heterogeneous GPU clusters: Gavel's cluster model, mechanism and policies (issue 22).
+
+* :class:`ClusterSpec` (``v100:12,p100:12,k80:12``), :class:`TypedThroughputTable` (every worker
+  type of a throughput file), :class:`TypedJobs` (jobs with ``T[i, k]``);
+* :class:`GavelTypedEngine`: Gavel's simulator loop and round mechanism on a typed cluster;
+* the heterogeneity-aware policies and their agnostic forms (:mod:`.registry`).
+"""
+
+from shockwave.heterogeneous.cluster import ClusterSpec
+from shockwave.heterogeneous.engine import GavelTypedEngine, HeterogeneousConfig
+from shockwave.heterogeneous.protocol import TypedAllocationPolicy, TypedAllocationState
+from shockwave.heterogeneous.result import HeterogeneousResult
+from shockwave.heterogeneous.typed_jobs import TypedJobs, read_typed_trace, typed_jobs_from_workload
+from shockwave.heterogeneous.typed_throughputs import TypedThroughputTable
+
+__all__ = [
+    "ClusterSpec",
+    "GavelTypedEngine",
+    "HeterogeneousConfig",
+    "HeterogeneousResult",
+    "TypedAllocationPolicy",
+    "TypedAllocationState",
+    "TypedJobs",
+    "TypedThroughputTable",
+    "read_typed_trace",
+    "typed_jobs_from_workload",
+]

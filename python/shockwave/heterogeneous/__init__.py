@@ -9,11 +9,24 @@
 from shockwave.heterogeneous.cluster import ClusterSpec
 from shockwave.heterogeneous.engine import GavelTypedEngine, HeterogeneousConfig
 from shockwave.heterogeneous.protocol import TypedAllocationPolicy, TypedAllocationState
+from shockwave.heterogeneous.registry import (
+    GAVEL_NAMES,
+    TYPED_POLICIES,
+    make_typed_policy,
+    resolve_typed_policy,
+)
 from shockwave.heterogeneous.result import HeterogeneousResult
+from shockwave.heterogeneous.simulate import load_typed_trace, simulate_heterogeneous
 from shockwave.heterogeneous.typed_jobs import TypedJobs, read_typed_trace, typed_jobs_from_workload
 from shockwave.heterogeneous.typed_throughputs import TypedThroughputTable
 
 __all__ = [
+    "GAVEL_NAMES",
+    "TYPED_POLICIES",
+    "load_typed_trace",
+    "make_typed_policy",
+    "resolve_typed_policy",
+    "simulate_heterogeneous",
     "ClusterSpec",
     "GavelTypedEngine",
     "HeterogeneousConfig",

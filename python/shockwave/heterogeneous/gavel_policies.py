@@ -21,15 +21,34 @@ code is ours, solved with :mod:`shockwave.heterogeneous.programs`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from shockwave.heterogeneous.programs import feasible, feasible_center, max_min, max_sum
+from shockwave.heterogeneous.barrier import BarrierError
+from shockwave.heterogeneous.programs import BasePrograms
 from shockwave.heterogeneous.protocol import FloatArray, TypedAllocationPolicy, TypedAllocationState
 
 #: Relative width to which Themis' optimal rho is bracketed.
-_RHO_TOLERANCE = 1e-10
+_RHO_TOLERANCE = 1e-9
 #: Relative relaxation of the optimum whose set's center is returned (ECOS's tolerances).
 _OPTIMUM_RELAXATION = 1e-7
+
+
+def _relaxed_center(
+    programs: BasePrograms, required: Callable[[float], FloatArray]
+) -> FloatArray:
+    """The center of the set at the optimum relaxed by ``_OPTIMUM_RELAXATION`` (an interior
+    point solver's tolerance), relaxed tenfold more while HiGHS' feasibility tolerance left it
+    without an interior."""
+    relaxation = _OPTIMUM_RELAXATION
+    while True:
+        try:
+            return programs.feasible_center(required(1.0 + relaxation))
+        except BarrierError:
+            if relaxation >= 1e-3:
+                raise
+            relaxation *= 10.0
 
 
 def _reference_speeds(throughput: FloatArray) -> FloatArray:
@@ -53,7 +72,7 @@ class TypedMaxMinFairness(TypedAllocationPolicy):
         split = (counts / n) / np.sum(counts / n)
         proportional = np.sum(thr * split[None, :], axis=1)
         weights = thr * (1.0 / state.weight / proportional)[:, None] * state.gang[:, None]
-        return max_min(weights, state.gang, state.counts)
+        return BasePrograms(thr, state.gang, state.counts).max_min(weights)
 
 
 class TypedMaxSumThroughput(TypedAllocationPolicy):
@@ -63,7 +82,7 @@ class TypedMaxSumThroughput(TypedAllocationPolicy):
     gavel_name = "max_sum_throughput_perf"
 
     def allocate(self, state: TypedAllocationState) -> FloatArray:
-        return max_sum(state.throughput, state.gang, state.counts)
+        return BasePrograms(state.throughput, state.gang, state.counts).max_sum(state.throughput)
 
 
 class TypedMinTotalDuration(TypedAllocationPolicy):
@@ -78,9 +97,10 @@ class TypedMinTotalDuration(TypedAllocationPolicy):
     def allocate(self, state: TypedAllocationState) -> FloatArray:
         thr = state.throughput if self.aware else _reference_speeds(state.throughput)
         remaining = state.remaining_steps.astype(np.float64)
+        programs = BasePrograms(thr, state.gang, state.counts)
 
         def ok(horizon: float) -> bool:
-            return feasible(thr, state.gang, state.counts, remaining / horizon)
+            return programs.feasible(remaining / horizon)
 
         high, low, last_high = 1e6, 100.0, 1e6
         found: float | None = None
@@ -94,7 +114,7 @@ class TypedMinTotalDuration(TypedAllocationPolicy):
             high, low, last_high = last_high * 10.0, last_high, last_high * 10.0
             if last_high > 1e30:
                 raise RuntimeError(f"{self.name}: no horizon makes the jobs feasible")
-        return feasible_center(thr, state.gang, state.counts, remaining / found)
+        return _relaxed_center(programs, lambda factor: remaining / (found * factor))
 
 
 class TypedFinishTimeFairness(TypedAllocationPolicy):
@@ -131,6 +151,7 @@ class TypedFinishTimeFairness(TypedAllocationPolicy):
         self._previous_remaining = dict(zip(ids, remaining.tolist(), strict=True))
         self._previous_rate = dict(zip(ids, isolated_rate.tolist(), strict=True))
         age = state.time_since_arrival
+        programs = BasePrograms(thr, state.gang, state.counts)
 
         def required(rho: float) -> FloatArray:
             room = rho * expected_isolated - age
@@ -139,7 +160,7 @@ class TypedFinishTimeFairness(TypedAllocationPolicy):
         def ok(rho: float) -> bool:
             if np.any(rho * expected_isolated - age <= 0.0):
                 return False
-            return feasible(thr, state.gang, state.counts, required(rho))
+            return programs.feasible(required(rho))
 
         low = float(np.max(age / expected_isolated))
         high = max(2.0 * low, 1.0)
@@ -153,6 +174,4 @@ class TypedFinishTimeFairness(TypedAllocationPolicy):
                 high = middle
             else:
                 low = middle
-        return feasible_center(
-            thr, state.gang, state.counts, required(high * (1.0 + _OPTIMUM_RELAXATION))
-        )
+        return _relaxed_center(programs, lambda factor: required(high * factor))

@@ -14,7 +14,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from shockwave.heterogeneous.barrier import central_path, strictly_feasible
+from shockwave.heterogeneous.barrier import BarrierError, JobRowsProgram, base_rows, central_path
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -24,105 +24,107 @@ IntArray = npt.NDArray[np.int64]
 ECOS_RELATIVE_GAP = 1e-8
 
 
-def base_constraints(gang: IntArray, counts: IntArray, extra_columns: int = 0) -> sp.csr_matrix:
-    """``G`` of the base constraints over ``X`` flattened row by row (``i * K + k``), with
-    ``extra_columns`` zero columns appended (for auxiliary variables)."""
-    n, k = gang.shape[0], counts.shape[0]
-    nk = n * k
-    rows = [
-        -sp.identity(nk, format="csr"),
-        sp.kron(sp.csr_matrix(gang.astype(np.float64)[None, :]), sp.identity(k), format="csr"),
-        sp.kron(sp.identity(n), sp.csr_matrix(np.ones((1, k))), format="csr"),
-    ]
-    g = sp.vstack(rows, format="csr")
-    if extra_columns:
-        g = sp.hstack([g, sp.csr_matrix((g.shape[0], extra_columns))], format="csr")
-    return g
+class BasePrograms:
+    """Gavel's base constraints for one allocation (``n`` jobs, ``K`` types), built once and
+    shared by the programs solved for it."""
+
+    def __init__(self, throughput: FloatArray, gang: IntArray, counts: IntArray) -> None:
+        self.throughput = np.asarray(throughput, dtype=np.float64)
+        self.n, self.k = self.throughput.shape
+        self.gang = gang.astype(np.float64)
+        self.counts = counts.astype(np.float64)
+        n, k = self.n, self.k
+        nk = n * k
+        self._rates = sp.csr_matrix(
+            (self.throughput.reshape(-1), (np.repeat(np.arange(n), k), np.arange(nk))),
+            shape=(n, nk),
+        )
+        self._base = sp.vstack(
+            [
+                -sp.identity(nk, format="csr"),
+                sp.kron(sp.csr_matrix(self.gang[None, :]), sp.identity(k), format="csr"),
+                sp.kron(sp.identity(n), sp.csr_matrix(np.ones((1, k))), format="csr"),
+            ],
+            format="csr",
+        )
+        self._base_rhs = np.concatenate([np.zeros(nk), self.counts, np.ones(n)])
+        self._with_rates = sp.vstack([self._base, -self._rates], format="csr")
+        self.inequalities = self._base.shape[0] + n
+
+    def start(self) -> FloatArray:
+        """A strictly feasible ``X`` of the base constraints: half of an equal share."""
+        share = 0.5 * min(1.0 / self.k, float(self.counts.min()) / float(self.gang.sum()))
+        return np.full((self.n, self.k), share)
+
+    def feasible(self, required: FloatArray) -> bool:
+        """Whether some ``X`` gives every job ``sum_k T[i, k] X[i, k] >= required_i`` (HiGHS)."""
+        h = np.concatenate([self._base_rhs, -required])
+        result = linprog(np.zeros(self.n * self.k), A_ub=self._with_rates, b_ub=h,
+                         bounds=(None, None), method="highs")  # fmt: skip
+        return bool(result.status == 0)
+
+    def max_min(self, weights: FloatArray) -> FloatArray:
+        """``max min_i sum_k W[i, k] X[i, k]``: the central point at ECOS's tolerance."""
+        weighted = sp.csr_matrix(
+            (weights.reshape(-1), self._rates.indices, self._rates.indptr), shape=self._rates.shape
+        )
+        # max t s.t. t - W_i . X_i <= 0 (HiGHS for the optimal value: the barrier's scale)
+        a = sp.vstack(
+            [sp.hstack([self._base, sp.csr_matrix((self._base.shape[0], 1))]),
+             sp.hstack([-weighted, sp.csr_matrix(np.ones((self.n, 1)))])], format="csr",
+        )  # fmt: skip
+        c = np.zeros(self.n * self.k + 1)
+        c[-1] = -1.0
+        h = np.concatenate([self._base_rhs, np.zeros(self.n)])
+        best = _optimum(c, a, h)
+        rows, rows_t, rhs = base_rows(self.throughput, -weights, 1.0, np.zeros(self.n))
+        program = JobRowsProgram(np.zeros_like(weights), 1.0, rows, rows_t, rhs, self.gang,
+                                 self.counts, has_t=True)  # fmt: skip
+        x0 = self.start()
+        t0 = float(np.min(np.sum(weights * x0, axis=1))) - max(abs(best), 1e-9)
+        mu = ECOS_RELATIVE_GAP * max(abs(best), 1e-12) / self.inequalities
+        x, _ = central_path(program, x0, t0, mu, mu_start=max(abs(best), 1e-9))
+        return x
+
+    def max_sum(self, objective: FloatArray) -> FloatArray:
+        """``max sum_ik C[i, k] X[i, k]``: the central point at ECOS's tolerance."""
+        c = -objective.reshape(-1)
+        best = _optimum(c, self._base, self._base_rhs)
+        rows, rows_t, rhs = base_rows(self.throughput, None, 0.0, None)
+        program = JobRowsProgram(objective, 0.0, rows, rows_t, rhs, self.gang, self.counts,
+                                 has_t=False)  # fmt: skip
+        mu = ECOS_RELATIVE_GAP * max(abs(best), 1e-12) / self._base.shape[0]
+        x, _ = central_path(program, self.start(), 0.0, mu, mu_start=max(abs(best), 1e-9))
+        return x
+
+    def feasible_center(self, required: FloatArray) -> FloatArray:
+        """The analytic center of ``{X : base, sum_k T[i, k] X[i, k] >= required_i}`` (what an
+        interior-point solver converges to on a feasibility program).
+
+        Raises:
+            BarrierError: if the set has no interior.
+        """
+        # phase one: max t s.t. T_i . X_i - t >= required_i, from the base constraints' start
+        rows, rows_t, rhs = base_rows(self.throughput, -self.throughput, 1.0, -required)
+        phase_one = JobRowsProgram(np.zeros((self.n, self.k)), 1.0, rows, rows_t, rhs,
+                                   self.gang, self.counts, has_t=True)  # fmt: skip
+        x0 = self.start()
+        gap = np.sum(self.throughput * x0, axis=1) - required
+        t0 = float(gap.min()) - max(1.0, float(np.abs(gap).max()))
+        x, t = central_path(phase_one, x0, t0, 1e-12, mu_start=max(1.0, abs(t0)),
+                            stop_when_t_positive=True)  # fmt: skip
+        if not t > 0.0:
+            raise BarrierError("the feasible set has no interior")
+        rows, rows_t, rhs = base_rows(self.throughput, -self.throughput, 0.0, -required)
+        center = JobRowsProgram(np.zeros((self.n, self.k)), 0.0, rows, rows_t, rhs, self.gang,
+                                self.counts, has_t=False)  # fmt: skip
+        x, _ = central_path(center, x, 0.0, 1.0, mu_start=1.0)
+        return x
 
 
-def base_rhs(n: int, counts: IntArray) -> FloatArray:
-    return np.concatenate([np.zeros(n * counts.shape[0]), counts.astype(np.float64), np.ones(n)])
-
-
-def interior_start(gang: IntArray, counts: IntArray) -> FloatArray:
-    """A strictly feasible ``X`` (flattened): the same share everywhere, half of what fits."""
-    n, k = gang.shape[0], counts.shape[0]
-    share = 0.5 * min(1.0 / k, float(counts.min()) / float(gang.sum()))
-    return np.full(n * k, share)
-
-
-def rate_rows(throughput: FloatArray) -> sp.csr_matrix:
-    """``R`` with ``(R x)_i = sum_k T[i, k] X[i, k]`` (each job's effective throughput)."""
-    n, k = throughput.shape
-    cols = np.arange(n * k)
-    return sp.csr_matrix((throughput.reshape(-1), (np.repeat(np.arange(n), k), cols)),
-                         shape=(n, n * k))  # fmt: skip
-
-
-def max_min(weights: FloatArray, gang: IntArray, counts: IntArray) -> FloatArray:
-    """Gavel's max-min program: ``max min_i sum_k W[i, k] X[i, k]`` (``W`` of shape n x K);
-    the central point at ECOS's tolerance. Returns ``X`` (n x K)."""
-    n, k = weights.shape
-    nk = n * k
-    g_base = base_constraints(gang, counts, extra_columns=1)
-    # t - sum_k W[i, k] X[i, k] <= 0
-    epigraph = sp.hstack([-rate_rows(weights), sp.csr_matrix(np.ones((n, 1)))], format="csr")
-    g = sp.vstack([g_base, epigraph], format="csr")
-    h = np.concatenate([base_rhs(n, counts), np.zeros(n)])
-    c = np.zeros(nk + 1)
-    c[-1] = 1.0
-    best = _optimum(c, g, h, nk + 1, free_last=True)
-    x0 = interior_start(gang, counts)
-    z0 = np.concatenate([x0, [float((rate_rows(weights) @ x0).min()) - max(abs(best), 1e-3)]])
-    mu = ECOS_RELATIVE_GAP * max(abs(best), 1e-12) / g.shape[0]
-    z = central_path(c, g, h, z0, mu, mu_start=max(abs(best), 1e-9))
-    return z[:nk].reshape(n, k)
-
-
-def max_sum(objective: FloatArray, gang: IntArray, counts: IntArray) -> FloatArray:
-    """``max sum_ik C[i, k] X[i, k]`` over the base constraints; the central point."""
-    n, k = objective.shape
-    g = base_constraints(gang, counts)
-    h = base_rhs(n, counts)
-    c = objective.reshape(-1).astype(np.float64)
-    best = _optimum(c, g, h, n * k)
-    mu = ECOS_RELATIVE_GAP * max(abs(best), 1e-12) / g.shape[0]
-    z = central_path(c, g, h, interior_start(gang, counts), mu, mu_start=max(abs(best), 1e-9))
-    return z.reshape(n, k)
-
-
-def feasible(
-    throughput: FloatArray, gang: IntArray, counts: IntArray, required: FloatArray
-) -> bool:
-    """Whether some ``X`` of the base constraints gives every job ``sum_k T X >= required``."""
-    n, k = throughput.shape
-    g = sp.vstack([base_constraints(gang, counts), -rate_rows(throughput)], format="csr")
-    h = np.concatenate([base_rhs(n, counts), -required])
-    result = linprog(np.zeros(n * k), A_ub=g, b_ub=h, bounds=(None, None), method="highs")
-    return bool(result.status == 0)
-
-
-def feasible_center(
-    throughput: FloatArray, gang: IntArray, counts: IntArray, required: FloatArray
-) -> FloatArray:
-    """The analytic center of ``{X : base constraints, sum_k T[i, k] X[i, k] >= required_i}``
-    (what an interior-point solver returns for a feasibility program), as ``X`` (n x K).
-
-    The set must have an interior (relax ``required`` slightly when it sits on the boundary).
-    """
-    n, k = throughput.shape
-    rates = rate_rows(throughput)
-    g = sp.vstack([base_constraints(gang, counts), -rates], format="csr")
-    h = np.concatenate([base_rhs(n, counts), -required])
-    z0 = strictly_feasible(g, h, interior_start(gang, counts))
-    z = central_path(np.zeros(n * k), g, h, z0, 1.0)
-    return z.reshape(n, k)
-
-
-def _optimum(c: FloatArray, g: sp.csr_matrix, h: FloatArray, size: int,
-             free_last: bool = False) -> float:  # fmt: skip
-    bounds = [(None, None)] * size
-    result = linprog(-c, A_ub=g, b_ub=h, bounds=bounds, method="highs")
+def _optimum(c: FloatArray, a: sp.csr_matrix, h: FloatArray) -> float:
+    """The optimal value of ``max -c.z s.t. A z <= h`` (HiGHS)."""
+    result = linprog(c, A_ub=a, b_ub=h, bounds=(None, None), method="highs")
     if result.status != 0:
         raise RuntimeError(f"HiGHS could not solve the program: {result.message}")
     return float(-result.fun)

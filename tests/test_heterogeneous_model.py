@@ -135,7 +135,9 @@ def test_results_are_deterministic_and_json_ready() -> None:
     assert busy == pytest.approx(data["utilization"] * 18 * data["makespan"])
 
 
-def test_the_command_line_runs_a_typed_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_line_runs_a_typed_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "r.json"
     code = main([
         "simulate", "--trace", str(DATA / "H4.trace"), "--throughputs", str(THROUGHPUTS),

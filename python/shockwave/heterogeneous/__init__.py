@@ -23,10 +23,6 @@ from shockwave.heterogeneous.typed_throughputs import TypedThroughputTable
 __all__ = [
     "GAVEL_NAMES",
     "TYPED_POLICIES",
-    "load_typed_trace",
-    "make_typed_policy",
-    "resolve_typed_policy",
-    "simulate_heterogeneous",
     "ClusterSpec",
     "GavelTypedEngine",
     "HeterogeneousConfig",
@@ -35,6 +31,10 @@ __all__ = [
     "TypedAllocationState",
     "TypedJobs",
     "TypedThroughputTable",
+    "load_typed_trace",
+    "make_typed_policy",
     "read_typed_trace",
+    "resolve_typed_policy",
+    "simulate_heterogeneous",
     "typed_jobs_from_workload",
 ]

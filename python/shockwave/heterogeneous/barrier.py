@@ -20,6 +20,7 @@ the jobs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,8 +73,12 @@ class JobRowsProgram:
         return -linear / mu - float(np.sum(np.log(per_job)) + np.sum(np.log(capacity)))
 
 
-def base_rows(throughput: FloatArray, rate: FloatArray | None, rate_t: float,
-              rate_rhs: FloatArray | None) -> tuple[FloatArray, FloatArray, FloatArray]:  # fmt: skip
+def base_rows(
+    throughput: FloatArray,
+    rate: FloatArray | None,
+    rate_t: float,
+    rate_rhs: FloatArray | None,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Gavel's per-job base rows (``-X[i,k] <= 0``, ``sum_k X[i,k] <= 1``) and an optional rate
     row ``rate[i] . X[i, :] + rate_t t <= rate_rhs[i]``."""
     n, k = throughput.shape
@@ -190,10 +195,12 @@ def _block_inverse(diagonal: FloatArray, low: FloatArray, weight: FloatArray) ->
     inner = np.linalg.inv(small)
     inverse = np.einsum("ik,kl->ikl", dinv, np.eye(diagonal.shape[1]))
     inverse -= np.einsum("irk,irs,isl->ikl", scaled, inner, scaled)
-    return inverse
+    return np.asarray(inverse, dtype=np.float64)
 
 
-def _woodbury(inverse: FloatArray, gang: FloatArray, weight: FloatArray):  # type: ignore[no-untyped-def]
+def _woodbury(
+    inverse: FloatArray, gang: FloatArray, weight: FloatArray
+) -> Callable[[FloatArray], FloatArray]:
     """A solver for ``(B + sum_k weight_k v_k v_k^T) y = r`` given ``inverse = B^-1`` (block
     diagonal, ``(n, K, K)``), ``v_k`` the vector with ``gang_i`` at ``(i, k)``."""
     # B^-1 U: for column k of U (gang at (i, k)): gang_i * inverse[i, :, k]
@@ -203,6 +210,6 @@ def _woodbury(inverse: FloatArray, gang: FloatArray, weight: FloatArray):  # typ
     def solve(r: FloatArray) -> FloatArray:
         y = np.einsum("ikl,il->ik", inverse, r)
         correction = np.linalg.solve(capacitance, gang @ y)  # U^T B^-1 r, (K,)
-        return y - np.einsum("ikl,l->ik", binv_u, correction)
+        return np.asarray(y - np.einsum("ikl,l->ik", binv_u, correction), dtype=np.float64)
 
     return solve

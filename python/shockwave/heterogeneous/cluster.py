@@ -88,8 +88,10 @@ class ClusterSpec:
                 )
             name = match["type"].strip()
             count = _integer(match["count"], f"GPU type {name!r}: count")
-            size = 1 if match["server"] is None else _integer(
-                match["server"], f"GPU type {name!r}: server size"
+            size = (
+                1
+                if match["server"] is None
+                else _integer(match["server"], f"GPU type {name!r}: server size")
             )
             types.append(name)
             counts.append(count)

@@ -71,7 +71,7 @@ class TypedFifo(TypedAllocationPolicy):
             where: list[int] = []
             # Gavel's loop variable: after this loop it names the last open type, which the
             # agnostic mode then uses whatever it drew.
-            for index, worker_type in enumerate(open_types):  # noqa: B007
+            for index, worker_type in enumerate(open_types):
                 if free[worker_type] >= gang[job]:
                     fitting.append(worker_type)
                     where.append(index)

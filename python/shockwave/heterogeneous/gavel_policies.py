@@ -35,9 +35,7 @@ _RHO_TOLERANCE = 1e-9
 _OPTIMUM_RELAXATION = 1e-7
 
 
-def _relaxed_center(
-    programs: BasePrograms, required: Callable[[float], FloatArray]
-) -> FloatArray:
+def _relaxed_center(programs: BasePrograms, required: Callable[[float], FloatArray]) -> FloatArray:
     """The center of the set at the optimum relaxed by ``_OPTIMUM_RELAXATION`` (an interior
     point solver's tolerance), relaxed tenfold more while HiGHS' feasibility tolerance left it
     without an interior."""

@@ -96,7 +96,8 @@ class HeterogeneousResult:
             avg_jct=avg,
             utilization=float(busy.sum() / (counts.sum() * span)),
             utilization_by_type={
-                name: float(busy[k] / (counts[k] * span)) for k, name in enumerate(jobs.cluster.types)
+                name: float(busy[k] / (counts[k] * span))
+                for k, name in enumerate(jobs.cluster.types)
             },
             gpu_seconds=gpu_seconds.copy(),
             rounds=rounds,

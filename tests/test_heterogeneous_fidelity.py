@@ -37,7 +37,14 @@ POLICIES = {
 #: (set, policy) pairs measured outside the bound, with the measured errors (makespan, avg
 #: JCT): Gavel's choice among many optimal (or feasible) points is wherever ECOS stops, which
 #: the analytic center does not always reproduce (docs/simulator.md).
-KNOWN_MISSES: dict[tuple[str, str], str] = {}
+KNOWN_MISSES: dict[tuple[str, str], str] = {
+    ("T2", "themis-agnostic"): "average JCT +2.28 % (makespan -0.15 %)",
+    ("T2", "ossp"): "average JCT -11.6 % (makespan +0.24 %)",
+    ("H1", "ossp"): "average JCT -5.8 % (makespan +0.00 %)",
+    ("H3", "ossp"): "average JCT -12.0 % (makespan -0.28 %)",
+}
+#: (set, policy) pairs not measured when the bounds were last set (marked non-strictly).
+UNMEASURED: set[tuple[str, str]] = {("H2", "ossp"), ("H2", "ossp-agnostic"), ("H2", "mst")}
 
 
 @cache
@@ -66,6 +73,8 @@ def cases(fast: bool) -> list[Any]:
             marks = [] if fast else [pytest.mark.slow]
             if (name, ours) in KNOWN_MISSES:
                 marks.append(pytest.mark.xfail(reason=KNOWN_MISSES[(name, ours)], strict=True))
+            elif (name, ours) in UNMEASURED:
+                marks.append(pytest.mark.xfail(reason="not measured yet", strict=False))
             out.append(pytest.param(name, ours, gavel, marks=marks, id=f"{name}-{ours}"))
     return out
 

@@ -37,13 +37,7 @@ POLICIES = {
 #: (set, policy) pairs measured outside the bound, with the measured errors (makespan, avg
 #: JCT): Gavel's choice among many optimal (or feasible) points is wherever ECOS stops, which
 #: the analytic center does not always reproduce (docs/simulator.md).
-KNOWN_MISSES: dict[tuple[str, str], str] = {
-    ("T2", "themis-agnostic"): "average JCT +2.28 % (makespan -0.15 %)",
-    ("T2", "ossp"): "average JCT -11.6 % (makespan +0.24 %)",
-    ("H1", "ossp"): "average JCT -5.8 % (makespan +0.00 %)",
-    ("H2", "ossp"): "average JCT -6.1 % (makespan +0.00 %)",
-    ("H3", "ossp"): "average JCT -12.0 % (makespan -0.28 %)",
-}
+KNOWN_MISSES: dict[tuple[str, str], str] = {}
 #: (set, policy) pairs not measured when the bounds were last set (marked non-strictly).
 UNMEASURED: set[tuple[str, str]] = set()
 

@@ -52,7 +52,8 @@ class GavelSolverError(RuntimeError):
     there and Gavel's simulator stops."""
 
 
-def _solve(policy: str, program: BlockConeProgram) -> ConeSolution:
+def solve_or_raise(policy: str, program: BlockConeProgram) -> ConeSolution:
+    """Solve ``program`` for ``policy``; :class:`GavelSolverError` where ECOS fails."""
     solution = solve_cone_program(program)
     if solution.failed:
         raise GavelSolverError(
@@ -91,7 +92,7 @@ class TypedMaxMinFairness(TypedAllocationPolicy):
         priority = (1.0 / state.weight) * (1.0 / proportional)
         weights = (thr * priority[:, None]) * state.gang.astype(np.float64)[:, None]
         program = max_min_program(weights, state.gang.astype(np.float64), counts)
-        return _shares(_solve(self.name, program), k)
+        return _shares(solve_or_raise(self.name, program), k)
 
 
 class TypedMaxSumThroughput(TypedAllocationPolicy):
@@ -105,7 +106,7 @@ class TypedMaxSumThroughput(TypedAllocationPolicy):
         program = max_sum_program(
             state.throughput, state.gang.astype(np.float64), state.counts.astype(np.float64)
         )
-        return _shares(_solve(self.name, program), k)
+        return _shares(solve_or_raise(self.name, program), k)
 
 
 class TypedMinTotalDuration(TypedAllocationPolicy):
@@ -128,7 +129,7 @@ class TypedMinTotalDuration(TypedAllocationPolicy):
         def solve(horizon: float) -> ConeSolution:
             if horizon not in solved:
                 program = rate_feasibility_program(thr, remaining / horizon, gang, counts)
-                solved[horizon] = _solve(self.name, program)
+                solved[horizon] = solve_or_raise(self.name, program)
             return solved[horizon]
 
         def feasible(horizon: float, screened: bool) -> bool:
@@ -204,7 +205,7 @@ class TypedFinishTimeFairness(TypedAllocationPolicy):
             state.gang.astype(np.float64),
             counts,
         )
-        solution = _solve(self.name, program)
+        solution = solve_or_raise(self.name, program)
         if solution.flag not in (ExitFlag.OPTIMAL, ExitFlag.OPTIMAL_INACCURATE):
             # an infeasibility certificate: cvxpy leaves no point, Gavel falls back to its
             # isolated allocation

@@ -98,7 +98,7 @@ def test_policy_names_ours_and_gavels() -> None:
     assert resolve_typed_policy("min_total_duration") == "ossp-agnostic"
     assert make_typed_policy("themis_agnostic").gavel_name == "finish_time_fairness"
     with pytest.raises(ValueError, match="not available on a heterogeneous cluster yet"):
-        resolve_typed_policy("allox")
+        resolve_typed_policy("gandiva-fair")
     with pytest.raises(ValueError, match="unknown policy 'nope'"):
         resolve_typed_policy("nope")
 
@@ -113,13 +113,13 @@ def test_the_scan_fills_each_type_in_order_by_priority() -> None:
         active, np.array([1, 1, 1]), thr, np.array([1, 2]), [0, 1], run_zero_priority=True
     )
     # type 0 takes the job with the highest share there; type 1 the two others in its order
-    assert chosen == [(0, 0), (1, 1), (2, 1)]
+    assert chosen == [((0,), 0), ((1,), 1), ((2,), 1)]
     # a job with no throughput on a type never runs there
     thr[1, 1] = 0.0
     chosen = mechanism.select(
         active, np.array([1, 1, 1]), thr, np.array([1, 2]), [0, 1], run_zero_priority=True
     )
-    assert (1, 1) not in chosen
+    assert ((1,), 1) not in chosen
 
 
 def test_results_are_deterministic_and_json_ready() -> None:

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from shockwave.heterogeneous.mechanism import TypedRoundMechanism
+from shockwave.heterogeneous.mechanism import Entry, TypedRoundMechanism
+from shockwave.heterogeneous.placement import GavelPlacement
 from shockwave.heterogeneous.protocol import TypedAllocationPolicy, TypedAllocationState
 from shockwave.heterogeneous.result import HeterogeneousResult
 from shockwave.heterogeneous.typed_jobs import TypedJobs
@@ -84,12 +85,17 @@ class HeterogeneousConfig:
             raise ValueError(f"max_rounds must be an integer >= 1, got {self.max_rounds!r}")
 
 
+#: A run in flight: (finish time, entry, type, steps of each job of the entry).
+_Run = tuple[float, Entry, int, tuple[int, ...]]
+
+
 class GavelTypedEngine:
     """Replays Gavel's simulator on ``jobs`` (see the module notes)."""
 
     def __init__(
         self, jobs: TypedJobs, policy: TypedAllocationPolicy, config: HeterogeneousConfig
     ) -> None:
+        policy.check_jobs(jobs.job_ids.tolist(), jobs.gang.tolist())
         self.jobs = jobs
         self.policy = policy
         self.config = config
@@ -110,8 +116,12 @@ class GavelTypedEngine:
         self.completion = np.full(n, np.nan)
         self.latest = np.zeros(n, dtype=np.float64)
         self.gpu_seconds = np.zeros((n, k), dtype=np.float64)
+        self.busy_seconds = np.zeros(k, dtype=np.float64)
         self.rounds_run = np.zeros(n, dtype=np.int64)
-        self.mechanism = TypedRoundMechanism(n, k, self.tau)
+        self.mechanism = TypedRoundMechanism(
+            n, k, self.tau, jobs.colocated if policy.packs_jobs else None
+        )
+        self.placement = GavelPlacement(jobs.cluster.counts, jobs.cluster.server_sizes)
         self.type_rng = random.Random(config.seed + 5)
         span = float(self.arrival[-1] - self.arrival[0])
         slowest = np.where(self.throughput > 0.0, self.throughput, np.inf).min(axis=1)
@@ -122,12 +132,14 @@ class GavelTypedEngine:
     def run(self) -> HeterogeneousResult:
         started = time.perf_counter()
         self.policy.reset()
-        tau = self.tau
         mechanism = self.mechanism
+        ids = self.jobs.job_ids
         now = float(self.arrival[0])
         round_start = 0.0
         round_end: float | None = None
-        running: list[tuple[float, int, int, int]] = []  # (finish, job, type, steps)
+        running: list[
+            tuple[float, Entry, int, tuple[int, ...]]
+        ] = []  # (finish, entry, type, steps)
         next_arrival = 0
         remaining = self.n
         dirty = True
@@ -149,20 +161,21 @@ class GavelTypedEngine:
                 now = latest
             elif not queue_empty:
                 now = float(self.arrival[next_arrival])
-            # 2. the previous round's runs: latest finish first, then by job id (Gavel's heap)
-            running.sort(key=lambda r: (-r[0], int(self.jobs.job_ids[r[1]])))
-            for finish, job, k, steps in running:
-                if self._process_run(job, k, steps, finish, finish - round_start):
-                    dirty = True
-                    if self.done[job]:
-                        remaining -= 1
+            # 2. the previous round's runs: latest finish first, then by entry (Gavel's heap:
+            # jobs before pairs, by job ids)
+            running.sort(key=lambda r: (-r[0], len(r[1]), *(int(ids[j]) for j in r[1])))
+            for finish, entry, k, steps in running:
+                changed, finished = self._process_run(entry, k, steps, finish, finish - round_start)
+                dirty = dirty or changed
+                remaining -= finished
             running = []
             # 3. arrivals
             end = int(np.searchsorted(self.arrival, now, side="right"))
             if end > next_arrival:
                 new = np.arange(next_arrival, end, dtype=np.int64)
+                before = np.flatnonzero(self.admitted & ~self.done).astype(np.int64)
                 self.admitted[new] = True
-                mechanism.admit(new)
+                mechanism.admit(new, before, self.gang, ids)
                 next_arrival = end
                 dirty = True
             if remaining == 0:
@@ -173,9 +186,10 @@ class GavelTypedEngine:
             due = since >= self.config.recompute_interval_seconds
             if dirty and (due or mechanism.last_reset_time == 0):
                 mechanism.reset(active, now)
-                mechanism.set_allocation(active, self._allocate(now, active))
+                single, pairs = self._allocate(now, active)
+                mechanism.set_allocation(active, single, pairs)
                 dirty = False
-            # 5. the scan
+            # 5. the scan, and Gavel's placement (for its lease-extension count)
             order = list(range(len(self.types)))
             if self.policy.shuffles_type_order:
                 self.type_rng.shuffle(order)
@@ -187,15 +201,18 @@ class GavelTypedEngine:
                 order,
                 run_zero_priority=self.policy.runs_zero_priority_jobs,
             )
+            self.placement.place(
+                chosen,
+                gang=lambda e: int(self.gang[e[0]]),
+                allocated=mechanism.allocated,
+                active=lambda e: not all(self.done[j] for j in e),
+                type_order=order,
+            )
             # 6. dispatch
-            for job, k in chosen:
-                if not mechanism.allocated(job):
-                    continue  # admitted since the last reset: its GPUs idle this round
-                thr = float(self.throughput[job, k])
-                steps = min(int(thr * tau), int(self.total_steps[job] - self.steps_run[job]))
-                finish = max(now, now + steps / thr)
-                running.append((finish, job, k, steps))
-                self.rounds_run[job] += 1
+            for entry, k in chosen:
+                if not mechanism.allocated(entry):
+                    continue  # created since the last reset: its GPUs idle this round
+                running.append(self._dispatch(entry, k, now))
             if not running and queue_empty and active.shape[0] and not dirty:
                 raise SimulationStalledError(
                     f"{self.policy.name}: {active.shape[0]} job(s) are active but none can run "
@@ -210,32 +227,72 @@ class GavelTypedEngine:
             completion=self.completion,
             dropped=self.dropped,
             gpu_seconds=self.gpu_seconds,
+            busy_seconds=self.busy_seconds,
+            lease_extension_share=self.placement.extension_share,
             rounds=rounds,
             policy_seconds=self.policy_seconds,
             wall_seconds=time.perf_counter() - started,
         )
 
-    def _process_run(self, job: int, k: int, steps: int, finish: float, execution: float) -> bool:
-        """One finished run; returns whether it changes the allocation's inputs."""
-        gang = int(self.gang[job])
-        self.latest[job] = finish
-        if steps // gang <= 0 or execution <= 0.0:  # some GPU of the gang made no progress
+    def _dispatch(
+        self, entry: Entry, k: int, now: float
+    ) -> tuple[float, Entry, int, tuple[int, ...]]:
+        """Steps and finish time of one run (a pair runs at its co-located throughputs)."""
+        tau = self.tau
+        if len(entry) == 1:
+            rates = [float(self.throughput[entry[0], k])]
+        else:
+            assert self.mechanism.pairs is not None
+            slot = self.mechanism.pairs.slot[entry]
+            rates = self.mechanism.pairs.throughput[slot, k].tolist()
+        steps = []
+        finish = now
+        for job, thr in zip(entry, rates, strict=True):
+            count = min(int(thr * tau), int(self.total_steps[job] - self.steps_run[job]))
+            steps.append(count)
+            finish = max(finish, now + count / thr)
+            self.rounds_run[job] += 1
+        return finish, entry, k, tuple(steps)
+
+    def _process_run(
+        self, entry: Entry, k: int, steps: tuple[int, ...], finish: float, execution: float
+    ) -> tuple[bool, int]:
+        """One finished run; returns whether it changes the allocation's inputs and how many jobs
+        it finished."""
+        gang = int(self.gang[entry[0]])
+        for job in entry:
+            self.latest[job] = finish
+        if any(s // gang <= 0 for s in steps) or execution <= 0.0:
+            # some GPU of the gang made no progress: a job's run fails (a pair's just ends)
+            if len(entry) > 1:
+                return True, 0
+            job = entry[0]
             self.failures[job] += 1
             if self.failures[job] >= GAVEL_MAX_FAILED_ATTEMPTS:
                 self.dropped[job] = True
                 self.done[job] = True
-            return True
-        self.failures[job] = 0
-        self.steps_run[job] += steps
-        self.mechanism.record_run(job, k, execution)
-        self.gpu_seconds[job, k] += execution * gang
-        if self.total_steps[job] - self.steps_run[job] <= 0:
+                self.mechanism.remove(job)
+                return True, 1
+            return True, 0
+        completed: list[int] = []
+        for job, count in zip(entry, steps, strict=True):
+            if len(entry) == 1:
+                self.failures[job] = 0
+            self.steps_run[job] += count
+            self.gpu_seconds[job, k] += execution * gang
+            if self.total_steps[job] - self.steps_run[job] <= 0:
+                completed.append(job)
+        self.mechanism.record_run(entry, k, execution)
+        self.busy_seconds[k] += execution * gang
+        for job in completed:
             self.done[job] = True
             self.completion[job] = finish
-            return True
-        return False
+            self.mechanism.remove(job)
+        return bool(completed), len(completed)
 
-    def _allocate(self, now: float, active: IntArray) -> FloatArray:
+    def _allocate(self, now: float, active: IntArray) -> tuple[FloatArray, FloatArray | None]:
+        pairs = self.mechanism.pair_entries()
+        row = {int(j): i for i, j in enumerate(active.tolist())}
         state = TypedAllocationState(
             time=now,
             types=self.types,
@@ -246,12 +303,15 @@ class GavelTypedEngine:
             weight=self.jobs.weight[active],
             remaining_steps=self.total_steps[active] - self.steps_run[active],
             time_since_arrival=now - self.arrival[active],
+            pairs=np.array([[row[a], row[b]] for a, b in pairs], dtype=np.int64).reshape(-1, 2),
+            pair_throughput=self.mechanism.pair_throughput(),
         )
         started = time.perf_counter()
         raw = self.policy.allocate(state)
         self.policy_seconds += time.perf_counter() - started
         x = np.asarray(raw, dtype=np.float64)
-        expected = (active.shape[0], len(self.types))
+        rows = active.shape[0] + (len(pairs) if self.policy.packs_jobs else 0)
+        expected = (rows, len(self.types))
         if x.shape != expected:
             raise PolicyOutputError(
                 f"{self.policy.name}: expected an allocation of shape {expected}, got {x.shape}"
@@ -260,4 +320,6 @@ class GavelTypedEngine:
             raise PolicyOutputError(f"{self.policy.name}: the allocation must be finite")
         if np.any(x < -_SHARE_TOLERANCE) or np.any(x > 1.0 + _SHARE_TOLERANCE):
             raise PolicyOutputError(f"{self.policy.name}: shares must lie in [0, 1]")
-        return np.clip(x, 0.0, 1.0)
+        x = np.clip(x, 0.0, 1.0)
+        n = active.shape[0]
+        return x[:n], (x[n:] if self.policy.packs_jobs else None)

@@ -11,6 +11,9 @@ programs as cvxpy 1.5 canonicalises them (checked against the data cvxpy passes 
   rows ``-W_i . X_i - t <= 0``;
 * ``max sum T X`` (max sum of throughput): ``min -T . X``;
 * the horizon test of ``min_total_duration``: ``min 0`` s.t. ``-T_i . X_i <= -remaining_i / H``;
+* water filling's step (``max_min_fairness_water_filling``): ``max min_i (m_i (N_i . X_i -
+  s_i) + a_i)`` with ``N_i = T_i / P_i`` (normalised throughput), rows ``-m_i N_i . X_i - t <=
+  a_i - m_i s_i`` and ``-N_i . X_i <= -lower_i``;
 * ``min max_i (age_i + remaining_i / (T_i . X_i)) / isolated_i`` (finish-time fairness): with
   ``u_i >= 1 / (T_i . X_i)`` as the second-order cone ``(T_i . X_i + u_i, T_i . X_i - u_i, 2)``
   (cvxpy's form of ``inv_pos``) and an epigraph variable ``t`` (none for one job:
@@ -158,6 +161,39 @@ def finish_time_program(
         local_h=local_h,
         lp_rows=lp_rows,
         soc_size=3,
+        coupling=coupling,
+        coupling_h=coupling_h,
+    )
+
+
+def water_filling_program(
+    normalized: FloatArray,
+    multiplier: FloatArray,
+    constant: FloatArray,
+    lower: FloatArray,
+    gang: FloatArray,
+    counts: FloatArray,
+) -> BlockConeProgram:
+    """``max min_i (multiplier_i N_i . X_i + constant_i)`` under the base constraints and
+    ``N_i . X_i >= lower_i`` (one step of Gavel's water filling: ``N`` the normalised
+    throughputs, ``constant_i = additive_i - multiplier_i so_far_i``; ``-t`` the optimum)."""
+    n, k = normalized.shape
+    base, base_h = _base_rows(n, k, k)
+    epigraph = -(normalized * multiplier[:, None])[:, None, :]
+    floor = -normalized[:, None, :]
+    local_job = np.concatenate([epigraph, base, floor], axis=1)
+    local_h = np.concatenate([constant[:, None], base_h, -lower[:, None]], axis=1)
+    local_global = np.zeros((n, k + 3, 1))
+    local_global[:, 0, 0] = -1.0
+    coupling, coupling_h = _capacity(gang, counts, k)
+    return BlockConeProgram(
+        job_c=np.zeros((n, k)),
+        global_c=np.ones(1),
+        local_job=local_job,
+        local_global=local_global,
+        local_h=local_h,
+        lp_rows=k + 3,
+        soc_size=0,
         coupling=coupling,
         coupling_h=coupling_h,
     )

@@ -10,7 +10,7 @@ failure, and at least ``recompute_interval_seconds`` after the previous one).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,10 @@ class TypedAllocationState:
         weight: priority weights.
         remaining_steps: iterations left.
         time_since_arrival: seconds since each job arrived.
+        pairs: for a packing policy, the pairs of jobs that may share GPUs (rows of the
+            arrays above, ``(P, 2)``, the lower job id first); empty otherwise.
+        pair_throughput: ``(P, K, 2)``: iterations/s of each job of a pair sharing ``gang``
+            GPUs of type ``k`` (0: they cannot share that type).
     """
 
     time: float
@@ -45,6 +49,8 @@ class TypedAllocationState:
     weight: FloatArray
     remaining_steps: IntArray
     time_since_arrival: FloatArray
+    pairs: IntArray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+    pair_throughput: FloatArray = field(default_factory=lambda: np.zeros((0, 0, 2)))
 
     @property
     def num_active(self) -> int:
@@ -60,18 +66,27 @@ class TypedAllocationPolicy(ABC):
         runs_zero_priority_jobs: whether the scan may run a job whose priority on a type is 0
             (Gavel: every policy but FIFO).
         shuffles_type_order: whether the mechanism visits the types in a new random order every
-            round (Gavel does so for its policies without ``Perf`` in their names).
+            round (Gavel does so for its policies without ``Perf`` or ``Packing`` in their names).
+        packs_jobs: whether the policy allocates time to pairs of jobs sharing GPUs too (Gavel's
+            packing policies): its allocation then has one row per job of the state and one
+            per pair of ``state.pairs``, in that order.
     """
 
     name: str = "typed-policy"
     gavel_name: str = ""
     runs_zero_priority_jobs: bool = True
     shuffles_type_order: bool = False
+    packs_jobs: bool = False
 
     def reset(self) -> None:
         """Forget any state kept between calls (called before a simulation)."""
         return None
 
+    def check_jobs(self, job_ids: list[int], gang: list[int]) -> None:
+        """Raise ``ValueError`` naming a job the policy cannot schedule (called before a run)."""
+        return None
+
     @abstractmethod
     def allocate(self, state: TypedAllocationState) -> FloatArray:
-        """``X`` of shape ``(state.num_active, len(state.types))`` in ``[0, 1]``."""
+        """``X`` of shape ``(state.num_active, len(state.types))`` in ``[0, 1]`` (a packing
+        policy: ``(state.num_active + len(state.pairs), len(state.types))``)."""

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from shockwave.heterogeneous.fifo import TypedFifo
+from shockwave.heterogeneous.gavel_allox import GavelAlloX
+from shockwave.heterogeneous.gavel_gandiva import GavelGandiva
 from shockwave.heterogeneous.gavel_policies import (
     TypedFinishTimeFairness,
     TypedMaxMinFairness,
     TypedMaxSumThroughput,
     TypedMinTotalDuration,
 )
+from shockwave.heterogeneous.gavel_water_filling import TypedWaterFilling
 from shockwave.heterogeneous.protocol import TypedAllocationPolicy
 
 #: Our name -> a factory taking the run's seed.
@@ -24,6 +27,10 @@ TYPED_POLICIES: dict[str, Callable[[int], TypedAllocationPolicy]] = {
     "mst": lambda seed: TypedMaxSumThroughput(),
     "ossp": lambda seed: TypedMinTotalDuration(aware=True),
     "ossp-agnostic": lambda seed: TypedMinTotalDuration(aware=False),
+    "gandiva": lambda seed: GavelGandiva(seed=seed),
+    "water-filling": lambda seed: TypedWaterFilling(aware=True),
+    "water-filling-agnostic": lambda seed: TypedWaterFilling(aware=False),
+    "allox": lambda seed: GavelAlloX(),
 }
 
 #: Gavel's policy names (``simulate_scheduler_with_trace.py --policy``) -> ours.
@@ -37,12 +44,15 @@ GAVEL_NAMES: dict[str, str] = {
     "max_sum_throughput_perf": "mst",
     "min_total_duration_perf": "ossp",
     "min_total_duration": "ossp-agnostic",
+    "gandiva": "gandiva",
+    "max_min_fairness_water_filling_perf": "water-filling",
+    "max_min_fairness_water_filling": "water-filling-agnostic",
+    "allox": "allox",
 }
 
 #: Policies of the homogeneous simulator not yet available on a typed cluster.
-NOT_YET_TYPED = ("allox", "allox-agnostic", "gandiva-fair", "gandiva-fair-agnostic",
-                 "shockwave", "gandiva", "max_min_fairness_water_filling",
-                 "max_min_fairness_water_filling_perf")  # fmt: skip
+NOT_YET_TYPED = ("allox-agnostic", "gandiva-fair", "gandiva-fair-agnostic",
+                 "shockwave")  # fmt: skip
 
 
 def resolve_typed_policy(name: str) -> str:

@@ -31,9 +31,14 @@ class HeterogeneousResult:
         dropped: jobs Gavel's failure rule dropped.
         makespan: the clock when the last job is done, seconds from t = 0 (Gavel's).
         avg_jct: mean JCT of the jobs that completed, seconds.
-        utilization: busy GPU-seconds over ``GPUs x makespan`` (Gavel's per-GPU mean).
+        utilization: busy GPU-seconds over ``GPUs x makespan`` (Gavel's per-GPU mean; GPUs
+            shared by a pair of jobs count once).
         utilization_by_type: the same for each type.
-        gpu_seconds: ``[i, k]``: GPU-seconds job ``i`` ran on type ``k``.
+        gpu_seconds: ``[i, k]``: GPU-seconds job ``i`` ran on type ``k`` (shared GPUs count for
+            each job sharing them).
+        lease_extension_share: the fraction of Gavel's lease-extension opportunities (a job of
+            the previous round still active) in which an entry kept exactly its GPUs (Gavel's
+            ``get_num_lease_extensions``, as a fraction).
         rounds: round boundaries simulated.
         wall_seconds, policy_seconds: wall time of the run and of the policy calls (not
             results: they are left out of :meth:`to_dict`).
@@ -55,6 +60,7 @@ class HeterogeneousResult:
     utilization: float
     utilization_by_type: dict[str, float]
     gpu_seconds: FloatArray
+    lease_extension_share: float
     rounds: int
     wall_seconds: float
     policy_seconds: float
@@ -70,6 +76,8 @@ class HeterogeneousResult:
         completion: FloatArray,
         dropped: npt.NDArray[np.bool_],
         gpu_seconds: FloatArray,
+        busy_seconds: FloatArray,
+        lease_extension_share: float,
         rounds: int,
         policy_seconds: float,
         wall_seconds: float,
@@ -78,7 +86,7 @@ class HeterogeneousResult:
         finished = ~dropped
         avg = float(np.mean(jct[finished])) if finished.any() else float("nan")
         counts = np.asarray(jobs.cluster.counts, dtype=np.float64)
-        busy = gpu_seconds.sum(axis=0)
+        busy = busy_seconds
         span = makespan if makespan > 0.0 else 1.0
         return cls(
             policy=policy.name,
@@ -100,6 +108,7 @@ class HeterogeneousResult:
                 for k, name in enumerate(jobs.cluster.types)
             },
             gpu_seconds=gpu_seconds.copy(),
+            lease_extension_share=float(lease_extension_share),
             rounds=rounds,
             wall_seconds=wall_seconds,
             policy_seconds=policy_seconds,
@@ -124,6 +133,7 @@ class HeterogeneousResult:
             "avg_jct": self.avg_jct,
             "utilization": self.utilization,
             "utilization_by_type": dict(self.utilization_by_type),
+            "lease_extension_share": self.lease_extension_share,
             "job_ids": self.job_ids.tolist(),
             "jct": floats(self.jct),
             "completion_time": floats(self.completion),

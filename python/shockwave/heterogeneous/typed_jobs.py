@@ -11,7 +11,7 @@ their iteration counts (:func:`typed_jobs_from_workload`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 
@@ -43,6 +43,8 @@ class TypedJobs:
         throughput: ``T[i, k]``, iterations/s of job ``i`` on ``gang[i]`` GPUs of type ``k``
             of ``cluster`` (0: cannot run there).
         cluster: the cluster the throughputs are for.
+        table: the throughput table they came from (its co-location pairs serve the packing
+            policies: :meth:`colocated`); ``None`` when the jobs were built by hand.
     """
 
     job_ids: IntArray
@@ -53,6 +55,7 @@ class TypedJobs:
     total_steps: IntArray
     throughput: FloatArray
     cluster: ClusterSpec
+    table: TypedThroughputTable | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         n = self.job_ids.shape[0]
@@ -80,6 +83,21 @@ class TypedJobs:
 
     def __len__(self) -> int:
         return int(self.job_ids.shape[0])
+
+    def colocated(self, first: int, second: int) -> FloatArray:
+        """``(K, 2)``: iterations/s of jobs ``first`` and ``second`` (internal indices) sharing
+        the GPUs of each type of the cluster, from the table's co-location pairs (0 where the
+        table has no such pair, or the jobs' gang sizes differ: they cannot share GPUs)."""
+        out = np.zeros((self.cluster.num_types, 2))
+        if self.table is None or self.gang[first] != self.gang[second]:
+            return out
+        a = (self.job_types[first], int(self.gang[first]))
+        b = (self.job_types[second], int(self.gang[second]))
+        for k, name in enumerate(self.cluster.types):
+            pair = self.table.colocated(name, a, b)
+            if pair is not None:
+                out[k] = pair
+        return out
 
 
 def read_typed_trace(
@@ -142,6 +160,7 @@ def read_typed_trace(
         total_steps=np.asarray(steps, dtype=np.int64),
         throughput=thr,
         cluster=cluster,
+        table=table,
     )
 
 
@@ -173,6 +192,7 @@ def typed_jobs_from_workload(
         total_steps=np.asarray([j.total_steps for j in jobs], dtype=np.int64),
         throughput=table.matrix(types, gangs, cluster, job_ids=ids),
         cluster=cluster,
+        table=table,
     )
 
 

@@ -13,6 +13,7 @@ simulator; :class:`TypedThroughputTable` keeps them all.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
@@ -102,18 +103,22 @@ class TypedThroughputTable:
 
     @classmethod
     def from_file(cls, path: str | PathLike[str]) -> TypedThroughputTable:
-        """Read a Gavel or Shockwave throughput JSON file, every worker type.
+        """Read a Gavel or Shockwave throughput JSON file (``.json``, or gzip-compressed
+        ``.json.gz``), every worker type.
 
         Raises:
             TraceError: naming the file and the offending key.
         """
         path = Path(path)
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                data = gzip.decompress(data)
+            raw = json.loads(data.decode("utf-8"))
         except OSError as exc:
             raise TraceError(f"cannot read throughput file ({exc.strerror})", path=path) from None
-        except UnicodeDecodeError:
-            raise TraceError("not a text file (not UTF-8)", path=path) from None
+        except (UnicodeDecodeError, gzip.BadGzipFile, EOFError):
+            raise TraceError("not a UTF-8 text file (or not gzip-compressed)", path=path) from None
         except json.JSONDecodeError as exc:
             raise TraceError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
         return cls.from_dict(raw, source=str(path))

@@ -8,7 +8,9 @@ other clusters), never used to tune. Run::
 
     python benches/gavel_heterogeneous_table.py [--sets T2,H1] [--policies gavel,fifo] [--json F]
 
-prints a Markdown table (makespan, average JCT, relative errors) and optionally writes JSON.
+prints a Markdown table (makespan, average JCT, their relative errors, the jobs whose JCT equals
+Gavel's to 1e-6 s, the lease-extension share; wall seconds per run on stderr) and optionally
+writes JSON.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import json
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "gavel"
 
@@ -38,7 +42,7 @@ def run_set(name: str, policies: list[str] | None) -> list[dict]:
 
     refs = load_references()["sets"][name]
     jobs = load_typed_trace(
-        DATA / refs["trace"], DATA / "simulation_throughputs_isolated.json", refs["cluster"]
+        DATA / refs["trace"], DATA / "simulation_throughputs.json.gz", refs["cluster"]
     )
     rows = []
     for gavel_name, ref in refs["policies"].items():
@@ -49,6 +53,9 @@ def run_set(name: str, policies: list[str] | None) -> list[dict]:
             continue
         started = time.perf_counter()
         result = simulate_heterogeneous(jobs, ours)
+        expected = np.array([np.nan if v is None else v for v in ref["jct"]], dtype=np.float64)
+        same = np.abs(result.jct - expected) <= 1e-6
+        same |= np.isnan(result.jct) & np.isnan(expected)
         rows.append({
             "set": name, "role": refs["role"], "cluster": refs["cluster"], "policy": ours,
             "gavel_policy": gavel_name, "makespan": result.makespan,
@@ -56,9 +63,12 @@ def run_set(name: str, policies: list[str] | None) -> list[dict]:
             "gavel_avg_jct": ref["avg_jct"],
             "makespan_error": result.makespan / ref["makespan"] - 1.0,
             "avg_jct_error": result.avg_jct / ref["avg_jct"] - 1.0,
+            "same_jct": int(same.sum()), "jobs": int(expected.shape[0]),
+            "lease_extension_share": result.lease_extension_share,
+            "gavel_lease_extension_share": ref.get("lease_extension_pct", float("nan")) / 100.0,
             "seconds": time.perf_counter() - started,
         })  # fmt: skip
-        print(_row(rows[-1]), file=sys.stderr, flush=True)
+        print(_row(rows[-1]), f"{rows[-1]['seconds']:.1f} s", file=sys.stderr, flush=True)
     return rows
 
 
@@ -66,7 +76,9 @@ def _row(r: dict) -> str:
     return (
         f"| {r['set']} ({r['cluster']}) | `{r['policy']}` ({r['gavel_policy']}) | "
         f"{r['gavel_makespan']:,.0f} | {r['makespan']:,.0f} | {100 * r['makespan_error']:+.2f} % | "
-        f"{r['gavel_avg_jct']:,.0f} | {r['avg_jct']:,.0f} | {100 * r['avg_jct_error']:+.2f} % |"
+        f"{r['gavel_avg_jct']:,.0f} | {r['avg_jct']:,.0f} | {100 * r['avg_jct_error']:+.2f} % | "
+        f"{r['same_jct']}/{r['jobs']} | {100 * r['gavel_lease_extension_share']:.2f} % | "
+        f"{100 * r['lease_extension_share']:.2f} % |"
     )
 
 
@@ -81,8 +93,8 @@ def main() -> None:
     for name in args.sets.split(","):
         rows += run_set(name, policies)
     print("| set (cluster) | policy (Gavel's) | Gavel makespan (s) | ours | error | "
-          "Gavel avg JCT (s) | ours | error |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          "Gavel avg JCT (s) | ours | error | jobs with Gavel's JCT | Gavel lease ext. | ours |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(_row(r))
     if args.json:

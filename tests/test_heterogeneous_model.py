@@ -24,7 +24,7 @@ from shockwave.heterogeneous import (
 from shockwave.heterogeneous.mechanism import TypedRoundMechanism
 
 DATA = Path(__file__).parent / "data" / "gavel"
-THROUGHPUTS = DATA / "simulation_throughputs_isolated.json"
+THROUGHPUTS = DATA / "simulation_throughputs.json.gz"
 CLUSTER = "v100:12,p100:12,k80:12"
 
 
@@ -98,7 +98,7 @@ def test_policy_names_ours_and_gavels() -> None:
     assert resolve_typed_policy("min_total_duration") == "ossp-agnostic"
     assert make_typed_policy("themis_agnostic").gavel_name == "finish_time_fairness"
     with pytest.raises(ValueError, match="not available on a heterogeneous cluster yet"):
-        resolve_typed_policy("gandiva-fair")
+        resolve_typed_policy("allox-agnostic")
     with pytest.raises(ValueError, match="unknown policy 'nope'"):
         resolve_typed_policy("nope")
 
@@ -154,7 +154,7 @@ def test_the_command_line_runs_a_typed_cluster(
     [
         (["--cluster", "v100:4,a100:4", "--policy", "gavel"], "GPU type 'a100'"),
         (["--cluster", "v100:4", "--gpus", "4", "--policy", "gavel"], "either --gpus"),
-        (["--cluster", "v100:4", "--policy", "allox"], "not available on a heterogeneous"),
+        (["--cluster", "v100:4", "--policy", "shockwave"], "not available on a heterogeneous"),
         (["--cluster", "v100:4", "--mechanics", "exact", "--policy", "gavel"], "Gavel's mech"),
         (["--cluster", "v100:x", "--policy", "gavel"], "count must be a positive integer"),
     ],

@@ -125,6 +125,7 @@ class TypedMinTotalDuration(TypedAllocationPolicy):
         gang, counts = state.gang.astype(np.float64), state.counts.astype(np.float64)
         scale = largest_rate_scale(thr, remaining, gang, counts)
         solved: dict[float, ConeSolution] = {}
+        decided: dict[float, bool] = {}
 
         def solve(horizon: float) -> ConeSolution:
             if horizon not in solved:
@@ -132,20 +133,22 @@ class TypedMinTotalDuration(TypedAllocationPolicy):
                 solved[horizon] = solve_or_raise(self.name, program)
             return solved[horizon]
 
-        def feasible(horizon: float, screened: bool) -> bool:
+        def screened(horizon: float) -> bool:
             # the required rates are feasible iff scale * horizon >= 1; the solver's status is
-            # taken from the solver only near that boundary, where it could differ
+            # asked only near that boundary, where the two could differ
             margin = scale * horizon - 1.0
-            if screened and abs(margin) > SCREEN_MARGIN:
-                return margin > 0.0
-            return solve(horizon).optimal
+            decided[horizon] = (
+                margin > 0.0 if abs(margin) > SCREEN_MARGIN else solve(horizon).optimal
+            )
+            return decided[horizon]
 
-        horizon = self._search(lambda h: feasible(h, True))
-        final = solve(horizon)
-        if not final.optimal:  # the screen disagreed with the solver: replay Gavel's search
-            horizon = self._search(lambda h: feasible(h, False))
-            final = solve(horizon)
-        return _shares(final, k)
+        horizon = self._search(screened)
+        below = [h for h, ok in decided.items() if not ok and h < horizon]
+        # the search's outcome rests on its two decisions around the boundary: check both with
+        # the solver, and replay Gavel's search with the solver alone if either disagrees
+        if not solve(horizon).optimal or (below and solve(max(below)).optimal):
+            horizon = self._search(lambda h: solve(h).optimal)
+        return _shares(solve(horizon), k)
 
     def _search(self, feasible: Callable[[float], bool]) -> float:
         """Gavel's search: the last horizon found feasible."""

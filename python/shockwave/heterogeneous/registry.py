@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from shockwave.heterogeneous.fifo import TypedFifo
+from shockwave.heterogeneous.gandiva_fair import TypedGandivaFair
 from shockwave.heterogeneous.gavel_allox import GavelAlloX
 from shockwave.heterogeneous.gavel_gandiva import GavelGandiva
 from shockwave.heterogeneous.gavel_policies import (
@@ -31,6 +32,8 @@ TYPED_POLICIES: dict[str, Callable[[int], TypedAllocationPolicy]] = {
     "water-filling": lambda seed: TypedWaterFilling(aware=True),
     "water-filling-agnostic": lambda seed: TypedWaterFilling(aware=False),
     "allox": lambda seed: GavelAlloX(),
+    "gandiva-fair": lambda seed: TypedGandivaFair(aware=True),
+    "gandiva-fair-agnostic": lambda seed: TypedGandivaFair(aware=False),
 }
 
 #: Gavel's policy names (``simulate_scheduler_with_trace.py --policy``) -> ours.
@@ -51,8 +54,7 @@ GAVEL_NAMES: dict[str, str] = {
 }
 
 #: Policies of the homogeneous simulator not yet available on a typed cluster.
-NOT_YET_TYPED = ("allox-agnostic", "gandiva-fair", "gandiva-fair-agnostic",
-                 "shockwave")  # fmt: skip
+NOT_YET_TYPED = ("allox-agnostic", "shockwave")
 
 
 def resolve_typed_policy(name: str) -> str:

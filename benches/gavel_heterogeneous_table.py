@@ -21,18 +21,20 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "gavel"
 
 
-def load_references() -> dict:
+def load_references() -> dict[str, Any]:
     with gzip.open(DATA / "references.json.gz", "rt", encoding="utf-8") as f:
-        return json.load(f)
+        data: dict[str, Any] = json.load(f)
+    return data
 
 
-def run_set(name: str, policies: list[str] | None) -> list[dict]:
+def run_set(name: str, policies: list[str] | None) -> list[dict[str, Any]]:
     from shockwave.heterogeneous import (
         GAVEL_NAMES,
         load_typed_trace,
@@ -72,7 +74,7 @@ def run_set(name: str, policies: list[str] | None) -> list[dict]:
     return rows
 
 
-def _row(r: dict) -> str:
+def _row(r: dict[str, Any]) -> str:
     return (
         f"| {r['set']} ({r['cluster']}) | `{r['policy']}` ({r['gavel_policy']}) | "
         f"{r['gavel_makespan']:,.0f} | {r['makespan']:,.0f} | {100 * r['makespan_error']:+.2f} % | "
@@ -93,7 +95,8 @@ def main() -> None:
     for name in args.sets.split(","):
         rows += run_set(name, policies)
     print("| set (cluster) | policy (Gavel's) | Gavel makespan (s) | ours | error | "
-          "Gavel avg JCT (s) | ours | error | jobs with Gavel's JCT | Gavel lease ext. | ours |")  # fmt: skip
+          "Gavel avg JCT (s) | ours | error | jobs with Gavel's JCT | lease ext. Gavel | "
+          "ours |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(_row(r))

@@ -2,12 +2,16 @@
 
 * :class:`ClusterSpec` (``v100:12,p100:12,k80:12``), :class:`TypedThroughputTable` (every worker
   type of a throughput file), :class:`TypedJobs` (jobs with ``T[i, k]``);
-* :class:`GavelTypedEngine`: Gavel's simulator loop and round mechanism on a typed cluster;
-* the heterogeneity-aware policies and their agnostic forms (:mod:`.registry`).
+* :class:`GavelTypedEngine`: Gavel's simulator loop, round mechanism, packing and placement on a
+  typed cluster;
+* the policies, heterogeneity-aware and agnostic (:mod:`.registry`), Gavel's programs solved by
+  ECOS's interior-point method (:mod:`.interior_point`; :class:`GavelSolverError` where it fails,
+  as Gavel's run stops).
 """
 
 from shockwave.heterogeneous.cluster import ClusterSpec
 from shockwave.heterogeneous.engine import GavelTypedEngine, HeterogeneousConfig
+from shockwave.heterogeneous.gavel_policies import GavelSolverError
 from shockwave.heterogeneous.protocol import TypedAllocationPolicy, TypedAllocationState
 from shockwave.heterogeneous.registry import (
     GAVEL_NAMES,
@@ -24,6 +28,7 @@ __all__ = [
     "GAVEL_NAMES",
     "TYPED_POLICIES",
     "ClusterSpec",
+    "GavelSolverError",
     "GavelTypedEngine",
     "HeterogeneousConfig",
     "HeterogeneousResult",

@@ -118,7 +118,7 @@ class _Cones:
         self.coupling = int(program.coupling_h.shape[0])
 
     def cones(self, v: Rows) -> FloatArray:
-        """The second-order cone parts of ``v``, ``(n, cones, p)`` (a copy)."""
+        """The second-order cone parts of ``v``, ``(n, cones, p)`` (read only)."""
         return v[0][:, self.lp :].reshape(self.n, self.k, self.p)
 
     def join(self, lp: FloatArray, coupling: FloatArray, cones: FloatArray) -> Rows:

@@ -31,12 +31,11 @@ class GavelPlacement:
     """
 
     def __init__(self, counts: Sequence[int], server_sizes: Sequence[int]) -> None:
-        self.servers: list[list[list[int]]] = []
+        # each type's GPU ids, server after server (Gavel consumes them in this order)
+        self.gpus: list[list[int]] = []
         start = 0
         for count, size in zip(counts, server_sizes, strict=True):
-            servers = [list(range(start + s * size, start + (s + 1) * size))
-                       for s in range(count // size)]  # fmt: skip
-            self.servers.append(servers)
+            self.gpus.append(list(range(start, start + (count // size) * size)))
             start += count
         self.previous: dict[Entry, tuple[int, tuple[int, ...]]] = {}
         self.opportunities = 0
@@ -57,7 +56,7 @@ class GavelPlacement:
         placed: dict[Entry, tuple[int, tuple[int, ...]]] = {}
         for k in type_order:
             jobs = sorted(((e, gang(e)) for e, t in chosen if t == k), key=lambda eg: -eg[1])
-            servers = [list(s) for s in self.servers[k]]
+            gpus = self.gpus[k]
             taken: set[int] = set()
             pointer = 0
             for size in sorted({g for _, g in jobs}, reverse=True):
@@ -72,11 +71,9 @@ class GavelPlacement:
                     if g != size or not allocated(entry):
                         continue
                     ids_list = list(placed[entry][1]) if entry in placed else []
-                    while len(ids_list) < g and pointer < len(servers):
-                        if not servers[pointer]:
-                            pointer += 1
-                            continue
-                        worker = servers[pointer].pop(0)
+                    while len(ids_list) < g and pointer < len(gpus):
+                        worker = gpus[pointer]
+                        pointer += 1
                         if worker not in taken:
                             ids_list.append(worker)
                             taken.add(worker)

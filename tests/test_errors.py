@@ -24,6 +24,7 @@ from shockwave.errors import (
     TraceError,
     UsageError,
 )
+from shockwave.heterogeneous import GavelSolverError
 from shockwave.job.protocol import ProtocolError
 from shockwave.runtime import JournalError, RunDirectoryBusyError
 from shockwave.runtime.state_codec import StateFormatError
@@ -51,6 +52,7 @@ CLASSES = [
     (RunDirectoryBusyError, OutputError, ValueError),
     (PolicyOutputError, RunFailedError, ValueError),
     (SimulationStalledError, RunFailedError, RuntimeError),
+    (GavelSolverError, RunFailedError, RuntimeError),
     (InternalError, InternalError, RuntimeError),
 ]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from shockwave.atomic import check_writable
-from shockwave.cli import exit_codes
+from shockwave.cli import exit_codes, heterogeneous_commands
 from shockwave.cli.paths import check_distinct_paths, write_output
 from shockwave.config_file import SIMULATION_KEYS, read_config
 from shockwave.errors import DataError, OutputError, UsageError
@@ -121,7 +121,15 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="throughput JSON (or 'tacc'/'wisr'); required for a .trace",
     )
-    parser.add_argument("--gpus", type=int, help="GPUs in the cluster (required)")
+    parser.add_argument(
+        "--gpus", type=int, help="GPUs in the cluster, all alike (this or --cluster is required)"
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="SPEC",
+        help="a heterogeneous cluster, e.g. v100:12,p100:12,k80:12 (types of --throughputs): "
+        "Gavel's mechanics and heterogeneity-aware policies (docs/simulator.md)",
+    )
     parser.add_argument(
         "--actual",
         metavar="FILE",
@@ -169,6 +177,8 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
 
 # --------------------------------------------------------------------------------- commands
 def _simulate(args: argparse.Namespace) -> int:
+    if args.cluster:
+        return heterogeneous_commands.simulate(args)
     if args.checkpoint_every < 0 or not math.isfinite(args.checkpoint_every):
         raise UsageError(f"--checkpoint-every must be >= 0 seconds, got {args.checkpoint_every}")
     checkpoint_path = args.checkpoint or args.resume
@@ -229,6 +239,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    if args.cluster:
+        return heterogeneous_commands.compare(args)
     names = [resolve_policy_name(n.strip()) for n in args.policies.split(",") if n.strip()]
     if not names:
         raise UsageError("--policies needs at least one policy")
@@ -318,7 +330,7 @@ def _prepare(
     if not args.trace:
         raise UsageError("--trace is required")
     if args.gpus is None:
-        raise UsageError("--gpus is required")
+        raise UsageError("--gpus (or --cluster) is required")
     options: dict[str, Any] = {
         "gpus": args.gpus,
         "mechanics": args.mechanics or "exact",

@@ -55,8 +55,12 @@ TACC = HERE.parent / "traces" / "tacc_throughputs.json"
 
 #: Record fields that are wall-clock measurements (left out of the digest).
 _WALL_CLOCK = ("round_policy_seconds", "wall_seconds")
-#: Per-job or per-round record fields (everything else but the workload and the config).
-_SKIPPED = ("workload", "config", "policy_name", *_WALL_CLOCK)
+#: Record fields left out of the digest besides those: the workload and the settings (the
+#: record held them as ``config`` when the outputs were recorded; the result JSON has them).
+_SKIPPED = (
+    "workload", "config", "gpus", "round_seconds", "seed", "mechanics", "policy_name",
+    *_WALL_CLOCK,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

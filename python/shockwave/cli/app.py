@@ -27,7 +27,7 @@ from shockwave.cli import (
 )
 from shockwave.cli.exit_codes import CliError
 from shockwave.errors import JobFieldError, TraceError
-from shockwave.sim.errors import PolicyOutputError, SimulationStalledError
+from shockwave.scheduling.errors import PolicyOutputError, SimulationStalledError
 from shockwave.traces.generator_parameters import GeneratorParameterError
 
 #: Modules that add sub-commands: each has ``register(subparsers)``.

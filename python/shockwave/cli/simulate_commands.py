@@ -18,8 +18,8 @@ from shockwave.cli.exit_codes import InputError, OutputError, UsageError
 from shockwave.cli.paths import check_distinct_paths, write_output
 from shockwave.metrics import SimulationResult
 from shockwave.policies import POLICIES, make_policy, policy_parameters, resolve_policy_name
-from shockwave.sim import MECHANICS, CheckpointSettings, Simulation, SimulationConfig
-from shockwave.sim.config import DEFAULT_ROUND_SECONDS
+from shockwave.scheduling.config import DEFAULT_ROUND_SECONDS, MECHANICS, SimulationConfig
+from shockwave.sim import CheckpointSettings, Simulation
 from shockwave.sim.plan_view import check_same_jobs
 from shockwave.throughputs import BUNDLED_THROUGHPUTS
 from shockwave.traces import load_workload
@@ -216,9 +216,8 @@ def _simulate(args: argparse.Namespace) -> int:
     checkpoint = None
     if checkpoint_path:
         checkpoint = CheckpointSettings(checkpoint_path, every_seconds=args.checkpoint_every)
-    engine = simulation.engine
     try:
-        result = _run(simulation, engine.policy.name, engine.config.mechanics, checkpoint)
+        result = _run(simulation, simulation.policy.name, simulation.config.mechanics, checkpoint)
     except KeyboardInterrupt:
         if checkpoint_path:
             print(

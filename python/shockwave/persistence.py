@@ -109,10 +109,33 @@ def decode(blob: bytes) -> Any:
     arrays: list[np.ndarray[Any, Any]] = []
     while stream.tell() < len(blob) - 12 - length:
         try:
-            arrays.append(np.load(stream, allow_pickle=False))
+            arrays.append(_read_array(stream))
         except Exception as exc:  # numpy parses a corrupt header with ast: any error at all
             raise StateFormatError(f"array {len(arrays)} is corrupt ({exc})") from None
     return _decode(document["tree"], arrays, 0)
+
+
+def _read_array(stream: io.BytesIO) -> np.ndarray[Any, Any]:
+    """The next array of ``stream``, its size checked against the bytes left before numpy
+    allocates it (a header may claim any shape)."""
+    start = stream.tell()
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+    else:
+        raise StateFormatError(f"array format version {version}")
+    if dtype.hasobject:
+        raise StateFormatError("object arrays are not allowed")
+    count = 1
+    for size in shape:
+        count *= size
+    left = len(stream.getbuffer()) - stream.tell()
+    if count * dtype.itemsize > left:
+        raise StateFormatError(f"its header claims {count * dtype.itemsize} bytes, {left} are left")
+    stream.seek(start)
+    return np.load(stream, allow_pickle=False)
 
 
 def _encode(value: Any, arrays: list[np.ndarray[Any, Any]], depth: int) -> Any:

@@ -12,8 +12,9 @@
 
 **Resume.** A killed or interrupted scheduler resumes from its journal like a simulation from
 its checkpoint: the round loop restores the latest snapshot (the books, the mechanism, the jobs'
-records and the policy's own state). The policy's journaled calls are also replayed into a
-fresh policy, as a check (``RunResult.replay_divergence``). The round that was in flight is
+records and the policy's own state). The policy's journaled calls are also replayed into the
+policy, reset, as a check (``RunResult.replay_divergence``); it then takes the snapshot's state
+back. The round that was in flight is
 lost; its jobs resume from their checkpoints.
 
 **Interruption.** Ctrl-C (or SIGTERM) tells every running job to checkpoint and stop, and the
@@ -23,7 +24,6 @@ run ends with a result marked incomplete; it can be resumed like a killed one. A
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 
@@ -128,17 +128,22 @@ class RuntimeScheduler:
                 not fit this run.
         """
         where = f"{self.journal.path}: the snapshot"
-        fresh = copy.deepcopy(self.policy)
         try:
-            self.loop.restore(RoundSnapshot.from_data(snapshot, where), where)
+            restored = RoundSnapshot.from_data(snapshot, where)
+            self.loop.restore(restored, where)
         except StateFormatError as exc:
             raise JournalError(str(exc)) from None
+        # the check replays into the policy itself (reset), which then takes the snapshot back
         try:
-            self.replay_divergence = replayed(fresh, rounds, self.ledger.view, self.ledger.samples)
+            self.replay_divergence = replayed(
+                self.policy, rounds, self.ledger.view, self.ledger.samples
+            )
         except (TypeError, ValueError, KeyError, IndexError) as exc:
             raise JournalError(
                 f"{self.journal.path}: a journaled round does not fit this run ({exc})"
             ) from None
+        self.policy.reset()
+        self.policy.restore(restored.policy)
         self.processes.round_index = self.loop.round_index
         self.journal.event("resumed", round_index=self.loop.round_index)
 

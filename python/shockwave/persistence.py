@@ -135,7 +135,8 @@ def _read_array(stream: io.BytesIO) -> np.ndarray[Any, Any]:
     if count * dtype.itemsize > left:
         raise StateFormatError(f"its header claims {count * dtype.itemsize} bytes, {left} are left")
     stream.seek(start)
-    return np.load(stream, allow_pickle=False)
+    array: np.ndarray[Any, Any] = np.load(stream, allow_pickle=False)
+    return array
 
 
 def _encode(value: Any, arrays: list[np.ndarray[Any, Any]], depth: int) -> Any:

@@ -8,9 +8,7 @@ use super::super::calibration::WindowCalibration;
 use super::super::encoding::{Reader, Writer};
 use super::super::error::AdaptationError;
 use super::super::markov::MarkovPrior;
-use super::super::profile::{
-    epoch_seconds_problem, Profile, Regime, Run, MAX_EPOCHS_PER_JOB, MAX_REGIMES,
-};
+use super::super::profile::{Profile, Regime, Run, MAX_EPOCHS_PER_JOB, MAX_REGIMES};
 use super::container::JobModels;
 use super::job_model::JobModel;
 use super::settings::ModelSettings;
@@ -164,7 +162,7 @@ impl JobModel {
                 .last()
                 .is_some_and(|last: &Regime| last.batch_size >= batch_size)
                 || batch_size == 0
-            || batch_size > i64::MAX as u64
+                || batch_size > i64::MAX as u64
             {
                 return Err(r.error("corrupted: regimes out of order"));
             }

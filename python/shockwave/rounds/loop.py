@@ -127,6 +127,7 @@ class RoundLoop:
                 observer.round_decided(self, report)
             world.run_round(k, now, report.decision)
             self.round_index = k + 1
+            del report  # the state it holds is not kept while the next one is built
         return True
 
     def _check_round_limit(self, round_index: int) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from shockwave import __version__, persistence
@@ -32,6 +32,7 @@ from shockwave.scheduling import SimulationConfig
 from shockwave.sim import Simulation
 from shockwave.sim.checkpoint import CHECKPOINT_KIND
 from shockwave.workload import Workload
+from tests.fuzzing import fuzz
 
 
 @pytest.fixture(scope="module")
@@ -213,14 +214,15 @@ def intact(small: Workload, tmp_path_factory: pytest.TempPathFactory) -> tuple[b
     return _checkpoint(small, directory / "intact.ckpt", "themis").read_bytes(), directory
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz(60)
 @given(st.data())
 def test_a_re_signed_mutation_loads_or_is_refused_cleanly(
     intact: tuple[bytes, Path], data: st.DataObject
 ) -> None:
     """Fuzzing: bytes of a checkpoint's body changed and the file re-signed (so that only the
     decoder and the schema checks stand in the way) give a StateFormatError or a simulation that
-    loads, never another exception, never a huge allocation."""
+    loads, never another exception, never a huge allocation (part of the fuzzing campaign:
+    ``HYPOTHESIS_PROFILE=fuzz``)."""
     blob, directory = intact
     line, _, rest = blob.partition(b"\n")
     body = bytearray(rest)

@@ -26,9 +26,9 @@ from shockwave.errors import (
 )
 from shockwave.heterogeneous import GavelSolverError
 from shockwave.job.protocol import ProtocolError
+from shockwave.persistence import StateFormatError
 from shockwave.runtime import JournalError, RunDirectoryBusyError
-from shockwave.runtime.state_codec import StateFormatError
-from shockwave.sim.errors import PolicyOutputError, SimulationStalledError
+from shockwave.scheduling.errors import PolicyOutputError, SimulationStalledError
 from shockwave.sweep import SpecError
 from shockwave.traces.generator_parameters import GeneratorParameterError
 from shockwave.traces.production.assignment import NoJobTypeError

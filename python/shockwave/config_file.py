@@ -49,7 +49,7 @@ from shockwave.policies import (
     policy_parameters,
     resolve_policy_name,
 )
-from shockwave.policies.protocol import Policy
+from shockwave.scheduling.protocol import Policy
 from shockwave.runtime.config import RuntimeConfig
 from shockwave.scheduling import SimulationConfig
 

@@ -31,8 +31,7 @@ from shockwave.throughputs import ThroughputTable
 from shockwave.traces import load_throughputs, load_workload, write_native
 
 if TYPE_CHECKING:
-    from shockwave.runtime import RunResult
-    from shockwave.runtime.engine import RuntimeEngine
+    from shockwave.runtime import RunResult, RunStatus
 
 
 #: A run whose jobs trained this far from the table's speed (relative) prints a note.
@@ -433,33 +432,31 @@ class LiveDisplay:
         self._round = -1
         self._shown = False
 
-    def update(self, engine: RuntimeEngine) -> None:
+    def update(self, status: RunStatus) -> None:
         now = time.monotonic()
-        new_round = engine.k != self._round
+        new_round = status.round_index != self._round
         if self.tty and not new_round and now - self._last < 0.25:
             return
         if not self.tty and not new_round:
             return
-        self._round = engine.k
+        self._round = status.round_index
         self._last = now
-        counts = engine.counts()
-        ended = counts.get("done", 0) + counts.get("failed", 0)
-        crashes = sum(run.crashes for run in engine.runs)
+        ended = status.count("done", "failed")
+        crashes = sum(job.crashes for job in status.jobs)
         line = (
-            f"round {engine.k:4d}  t={engine.trace_now() - engine.origin:7.0f} s  "
-            f"slots {counts['slots_busy']}/{engine.gpus}  "
-            f"running {counts.get('running', 0) + counts.get('boundary', 0)}  "
-            f"done {ended}/{engine.n}  failed {counts.get('failed', 0)}  crashes {crashes}"
+            f"round {status.round_index:4d}  t={status.elapsed_seconds:7.0f} s  "
+            f"slots {status.slots_busy}/{status.gpus}  "
+            f"running {status.count('running', 'boundary')}  "
+            f"done {ended}/{len(status.jobs)}  failed {status.count('failed')}  "
+            f"crashes {crashes}"
         )
         trouble = [
-            (int(engine.job_ids[j]), run)
-            for j, run in enumerate(engine.runs)
-            if run.error and (run.crashes or run.status == "failed")
+            job for job in status.jobs if job.error and (job.crashes or job.phase == "failed")
         ]
         if trouble:  # the latest error of a job that crashes or failed, never hidden
-            job_id, run = trouble[-1]
-            what = "FAILED" if run.status == "failed" else f"crash {run.crashes}"
-            line += f"  [job {job_id} {what}: {_shorten(run.error or '', 70)}]"
+            job = trouble[-1]
+            what = "FAILED" if job.phase == "failed" else f"crash {job.crashes}"
+            line += f"  [job {job.job_id} {what}: {_shorten(job.error or '', 70)}]"
         if self.tty:
             self.stream.write("\r" + line.ljust(100))
         else:

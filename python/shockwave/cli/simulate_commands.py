@@ -18,8 +18,8 @@ from shockwave.config_file import SIMULATION_KEYS, read_config
 from shockwave.errors import DataError, OutputError, UsageError
 from shockwave.metrics import SimulationResult
 from shockwave.policies import POLICIES, resolve_policy_name
-from shockwave.sim import MECHANICS, CheckpointSettings, Simulation, SimulationConfig
-from shockwave.sim.config import DEFAULT_ROUND_SECONDS
+from shockwave.scheduling.config import DEFAULT_ROUND_SECONDS, MECHANICS, SimulationConfig
+from shockwave.sim import CheckpointSettings, Simulation
 from shockwave.sim.plan_view import check_same_jobs
 from shockwave.throughputs import BUNDLED_THROUGHPUTS
 from shockwave.traces import load_workload
@@ -218,9 +218,8 @@ def _simulate(args: argparse.Namespace) -> int:
     checkpoint = None
     if checkpoint_path:
         checkpoint = CheckpointSettings(checkpoint_path, every_seconds=args.checkpoint_every)
-    engine = simulation.engine
     try:
-        result = _run(simulation, engine.policy.name, engine.config.mechanics, checkpoint)
+        result = _run(simulation, simulation.policy.name, simulation.config.mechanics, checkpoint)
     except KeyboardInterrupt:
         if checkpoint_path:
             print(

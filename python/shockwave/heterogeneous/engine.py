@@ -38,7 +38,7 @@ from shockwave.heterogeneous.protocol import TypedAllocationPolicy, TypedAllocat
 from shockwave.heterogeneous.result import HeterogeneousResult
 from shockwave.heterogeneous.typed_jobs import TypedJobs
 from shockwave.scheduling.config import GAVEL_MAX_FAILED_ATTEMPTS
-from shockwave.sim.errors import PolicyOutputError, SimulationStalledError
+from shockwave.scheduling.errors import PolicyOutputError, SimulationStalledError
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

@@ -1,6 +1,7 @@
-"""The ``gavel`` mechanics: the original simulator's loop, quirks included.
+"""The ``gavel`` mechanics: a cluster world that replays the original simulator, quirks included.
 
-One iteration per round boundary ``k`` (reference notes, section 3):
+What happens at round boundary ``k`` (reference notes, section 3; steps 1 to 3 are
+:meth:`GavelMechanics.close_round`, 4 and 5 the round loop's, 6 :meth:`GavelMechanics.run_round`):
 
 1. advance the clock to the latest finish time of the jobs dispatched in round ``k - 1`` (rounds
    last ``max_i int(thr_i * tau) / thr_i``, slightly under ``tau``);
@@ -15,8 +16,9 @@ One iteration per round boundary ``k`` (reference notes, section 3):
    completion or failure **and** at least ``recompute_interval_seconds`` (1,000 s) after the
    previous recompute (the first two recomputes fall at t = 0 and at the first boundary); the
    round mechanism packs gangs; selected jobs that arrived after the last recompute have no
-   allocation and are dropped, their GPUs stay idle. A round policy is asked every round and its
-   jobs run as returned.
+   allocation and are dropped, their GPUs stay idle
+   (:class:`~shockwave.rounds.allocation.OnChanges`). A round policy is asked every round and
+   its jobs run as returned.
 6. dispatch: each job runs ``min(int(thr * tau), remaining)`` steps.
 
 Deviations, only where the original is undefined: when no job runs although jobs are active, the
@@ -28,37 +30,58 @@ batch-size change to a size whose throughput is 0 is refused like a missing one.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 from shockwave.catalog import MODEL_FAMILIES
-from shockwave.policies.protocol import AllocationPolicy, Policy
-from shockwave.sim.config import (
+from shockwave.persistence import StateReader
+from shockwave.rounds.allocation import AllocationRounds
+from shockwave.rounds.ledger import JobLedger
+from shockwave.rounds.world import ClusterWorld, Decision, ProgressColumns
+from shockwave.scheduling.config import (
     GAVEL_MAX_FAILED_ATTEMPTS,
     GAVEL_OVERTIME_FACTOR,
     GAVEL_PENALTY_MARGIN_SECONDS,
     SimulationConfig,
 )
-from shockwave.sim.engine import BoundaryHook, Engine, ProgressCallback, ProgressColumns
 from shockwave.sim.runtime_batch_size import epoch_counter, rescale, wants_change
 from shockwave.throughputs import ThroughputTable
-from shockwave.workload import Workload
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-class GavelEngine(Engine):
-    """Replays the original simulator (see the module notes)."""
+class GavelMechanics(ClusterWorld):
+    """Replays the original simulator (see the module notes).
+
+    Args:
+        ledger: the run's books.
+        config: the simulation's settings.
+        allocation: the round mechanism of an allocation policy (``None`` for a round policy).
+
+    Raises:
+        ValueError: for a workload these mechanics cannot run (no throughput table, jobs
+            without step counts, unknown runtime batch-size rules, a zero throughput).
+    """
+
+    progress_counter = "steps"
+    batch_size_changes = "runtime-rules"
+    original_quirks = True
+    mechanics = "gavel"
 
     def __init__(
-        self,
-        workload: Workload,
-        policy: Policy,
-        config: SimulationConfig,
-        progress: ProgressCallback | None,
+        self, ledger: JobLedger, config: SimulationConfig, allocation: AllocationRounds | None
     ) -> None:
-        super().__init__(workload, policy, config, progress)
+        workload = ledger.workload
+        self.ledger = ledger
+        self.config = config
+        self.tau = float(config.round_seconds)
+        self.allocation = allocation
+        self.mechanism = None if allocation is None else allocation.mechanism
+        self.jobs = ledger.jobs
+        self.gpus = ledger.gpus
         if workload.throughputs is None:
             raise ValueError(
                 "the gavel mechanics need the workload's throughput table (read a .trace with "
@@ -76,15 +99,15 @@ class GavelEngine(Engine):
                     f"job {job.job_id}: the gavel mechanics know the runtime batch-size rules of "
                     f"{sorted(MODEL_FAMILIES)} only, not {job.model!r}"
                 )
-        n = self.n
+        n = ledger.n
         self.batch_size = np.array([j.initial_batch_size for j in self.jobs], dtype=np.int64)
         self.samples_per_epoch = np.array([j.samples_per_epoch for j in self.jobs], dtype=np.int64)
         self.total_steps = np.array([j.total_steps for j in self.jobs], dtype=np.int64)
         self.steps_run = np.zeros(n, dtype=np.int64)
-        self.throughput = np.array(
+        self.rates = np.array(
             [self._throughput(i, int(self.batch_size[i])) for i in range(n)], dtype=np.float64
         )
-        zero = np.flatnonzero(self.throughput <= 0.0)
+        zero = np.flatnonzero(self.rates <= 0.0)
         if zero.shape[0]:
             job = self.jobs[int(zero[0])]
             raise ValueError(f"job {job.job_id}: its throughput is 0, it could never run")
@@ -95,15 +118,19 @@ class GavelEngine(Engine):
         self.run_seconds = np.zeros(n, dtype=np.float64)
         # int(duration * 1.5) with duration the profile's runtime (the original's deadline)
         self.overtime_limit = np.array(
-            [int(float(d) * GAVEL_OVERTIME_FACTOR) for d in self.exclusive], dtype=np.float64
+            [int(float(d) * GAVEL_OVERTIME_FACTOR) for d in ledger.exclusive], dtype=np.float64
         )
         self.latest_timestamp = np.zeros(n, dtype=np.float64)
         self.gpu_busy = np.zeros(self.gpus, dtype=np.float64)
-        self.max_gang = int(self.gang.max())
+        self.max_gang = int(ledger.gang.max())
         self.gpu_of = np.full((n, self.max_gang), -1, dtype=np.int64)
         self.placed_last_round = np.zeros(0, dtype=np.int64)
-        self.dirty = True  # the original's _need_to_update_allocation (set by worker registration)
-        self.start()
+        self._round_start = 0.0
+        self._round_end: float | None = None
+        self._now = float(ledger.arrival[0])
+        self._dispatched = np.zeros(0, dtype=np.int64)
+        self._finish = np.zeros(0, dtype=np.float64)
+        self._steps = np.zeros(0, dtype=np.int64)
 
     def _throughput(self, job: int, batch_size: int) -> float:
         info = self.jobs[job]
@@ -119,7 +146,7 @@ class GavelEngine(Engine):
         total = self.total_steps[active].astype(np.float64)
         remaining = total - steps_run
         progress = steps_run / per_epoch
-        thr = self.throughput[active]
+        thr = self.rates[active]
         return {
             "epochs_done": np.floor(progress).astype(np.int64),
             "epoch_progress": progress,
@@ -134,104 +161,69 @@ class GavelEngine(Engine):
     def gpu_busy_seconds(self) -> FloatArray:
         return np.array(self.gpu_busy, dtype=np.float64)
 
-    # ---------------------------------------------------------------------------- loop
-    def start(self) -> None:
-        self._round_start = 0.0
-        self._round_end: float | None = None
-        self._now = float(self.arrival[0])
-        self._dispatched = np.zeros(0, dtype=np.int64)
-        self._finish = np.zeros(0, dtype=np.float64)
-        self._steps = np.zeros(0, dtype=np.int64)
-        self._k = 0
+    def throughput(self, active: IntArray) -> FloatArray:
+        return self.rates[active]
 
-    @property
-    def round_index(self) -> int:
-        return self._k
+    # ---------------------------------------------------------------------------- clock
+    def close_round(self, round_index: int) -> float:
+        """Steps 1 to 3 of the module notes: the clock, the previous round, the batch-size
+        rules."""
+        dispatched, finish = self._dispatched, self._finish
+        # 1. clock
+        latest = float(finish.max()) if dispatched.shape[0] else 0.0
+        if latest > 0.0:
+            if self._round_end is not None:
+                self._round_start = self._round_end
+            self._round_end = latest
+            self._now = latest
+        else:
+            self._now = self._idle_jump(self._now)
+        now = self._now
+        # 2. completions of round k - 1
+        if dispatched.shape[0]:
+            self._process_round(round_index, dispatched, finish, self._steps, self._round_start)
+            self._dispatched = np.zeros(0, dtype=np.int64)
+        # 3. runtime batch-size rules
+        self._evaluate_flags()
+        return now
 
-    def run(self, until_round: int | None = None, at_boundary: BoundaryHook | None = None) -> bool:
-        tau = self.tau
-        while self.finished < self.n:
-            k = self._k
-            if at_boundary is not None:
-                at_boundary(k)
-            if until_round is not None and k >= until_round:
-                return False
-            self.check_round_limit(k)
-            dispatched, finish = self._dispatched, self._finish
-            # 1. clock
-            latest = float(finish.max()) if dispatched.shape[0] else 0.0
-            if latest > 0.0:
-                if self._round_end is not None:
-                    self._round_start = self._round_end
-                self._round_end = latest
-                self._now = latest
-            else:
-                self._now = self._idle_jump(self._now)
-            now = self._now
-            # 2. completions of round k - 1
-            if dispatched.shape[0]:
-                self._process_round(k, dispatched, finish, self._steps, self._round_start)
-            # 3. runtime batch-size rules
-            self._evaluate_flags()
-            # 4. arrivals
-            if self.admit_until(now, k).shape[0]:
-                self.dirty = True
-            active = self.active()
-            if active.shape[0] == 0:
-                upcoming = self.pending_arrival_time()
-                if upcoming is None:
-                    break
-                now = upcoming  # the original would stop here; continue at the next arrival
-                self._now = now
-                self._round_end = now
-                self.admit_until(now, k)
-                self.dirty = True
-                active = self.active()
-            # 5. schedule round k
-            chosen = self._choose(now, k, active)
-            self.record_round(k, now, active, chosen)
-            self._place(chosen)
-            # 6. dispatch
-            self._dispatched = chosen
-            thr = self.throughput[chosen]
-            full = (thr * tau).astype(np.int64)
-            self._steps = np.minimum(full, self.total_steps[chosen] - self.steps_run[chosen])
-            self._finish = np.maximum(now, now + self._steps / thr)
-            self._k += 1
-        self.makespan = self._now
-        return True
+    def admitted(self, jobs: IntArray) -> None:
+        self.needs_flag_check[jobs] = True
+        if jobs.shape[0]:
+            self._note_change()
+
+    def idle_until(self, arrival: float, round_index: int) -> float:
+        # the original would stop when the cluster empties; continue at the next arrival
+        self._now = arrival
+        self._round_end = arrival
+        self._note_change()
+        return arrival
+
+    def run_round(self, round_index: int, now: float, decision: Decision) -> None:
+        """Step 6: place the round's gangs and dispatch them."""
+        chosen = decision.jobs
+        self._place(chosen)
+        self._dispatched = chosen
+        thr = self.rates[chosen]
+        full = (thr * self.tau).astype(np.int64)
+        self._steps = np.minimum(full, self.total_steps[chosen] - self.steps_run[chosen])
+        self._finish = np.maximum(now, now + self._steps / thr)
+
+    def makespan(self) -> float:
+        return self._now
+
+    def _note_change(self) -> None:
+        if self.allocation is not None:
+            self.allocation.note_change()
 
     def _idle_jump(self, now: float) -> float:
         """Where the clock goes when no job ran in the previous round."""
-        upcoming = self.pending_arrival_time()
+        upcoming = self.ledger.pending_arrival_time()
         if upcoming is not None:
             return upcoming
         if self.mechanism is None:
             return now + self.tau  # a round policy is asked again at the next round
         return max(now, self.mechanism.last_reset_time + self.config.recompute_interval_seconds)
-
-    def _choose(self, now: float, k: int, active: IntArray) -> IntArray:
-        if self.mechanism is None:
-            return self.schedule_round(self.build_state(now, k, active), active)
-        mechanism = self.mechanism
-        assert isinstance(self.policy, AllocationPolicy)
-        since = now - mechanism.last_reset_time
-        interval_elapsed = since >= self.config.recompute_interval_seconds
-        if self.dirty and (interval_elapsed or mechanism.last_reset_time == 0):
-            mechanism.reset_counters(active, now, accrued=False)
-            fractions = self.allocate(self.build_state(now, k, active))
-            mechanism.set_allocation(active, fractions)
-            self.dirty = False
-        selected = mechanism.select(
-            active,
-            self.gang[active],
-            self.throughput[active],
-            self.gpus,
-            run_zero_priority=self.policy.runs_zero_priority_jobs,
-        )
-        # Jobs admitted since the last recompute have no allocation: the original reserves their
-        # GPUs in the scan, then drops them, and the GPUs stay idle for the round.
-        return selected[mechanism.in_allocation[selected]]
 
     # ------------------------------------------------------------------ round processing
     def _process_round(
@@ -243,11 +235,12 @@ class GavelEngine(Engine):
         round_start: float,
     ) -> None:
         tau = self.tau
+        ledger = self.ledger
         # The original pops its heap: latest finish first, then ascending job id.
         order = np.lexsort((jobs, -finish))
         jobs, finish, steps = jobs[order], finish[order], steps[order]
         execution = finish - round_start
-        ran_before = self.previous_round_run[jobs] == k - 2
+        ran_before = ledger.previous_round_run[jobs] == k - 2
         penalised = (
             (k != 1)
             & ~ran_before
@@ -263,7 +256,7 @@ class GavelEngine(Engine):
         self.latest_timestamp[jobs] = finish
         self.run_seconds[jobs] += execution
         over_time = self.run_seconds[jobs] > self.overtime_limit[jobs]
-        gang = self.gang[jobs]
+        gang = ledger.gang[jobs]
         smallest_share = np.where(gang > 1, steps // gang, steps)
         failed = (execution <= 0.0) & (smallest_share <= 0)
         ok = ~failed
@@ -272,29 +265,29 @@ class GavelEngine(Engine):
         self.failures[good] = 0
         self.steps_run[good] += steps[ok]
         finished = ok & ((self.total_steps[jobs] - self.steps_run[jobs] <= 0) | over_time)
-        self.service[good] += execution[ok]
+        ledger.service[good] += execution[ok]
         if self.mechanism is not None:
             self.mechanism.record_run(good, execution[ok])
         placed = self.gpu_of[good]  # each job's GPUs, padded with -1
         held = placed >= 0
         self.gpu_busy[placed[held]] += np.broadcast_to(execution[ok][:, None], placed.shape)[held]
-        self.round_busy[k - 1] = float(np.sum(execution[ok] * gang[ok]))
+        ledger.round_busy[k - 1] = float(np.sum(execution[ok] * gang[ok]))
 
         self.failures[jobs[failed]] += 1
         dropped = failed & (self.failures[jobs] >= GAVEL_MAX_FAILED_ATTEMPTS)
         if failed.any():
-            self.dirty = True
+            self._note_change()
 
         rates = np.where(execution > 0.0, steps / np.where(execution > 0.0, execution, 1.0), 0.0)
-        self.samples.record(jobs, k, rates, self.batch_size[jobs])
+        ledger.samples.record(jobs, k, rates, self.batch_size[jobs])
         self.needs_flag_check[jobs] = True
         for job in jobs[self.flag_big[jobs] | self.flag_small[jobs]].tolist():
             self._apply_flag(job)
         leaving = jobs[finished | dropped]
         if leaving.shape[0]:
-            self.dropped[jobs[dropped]] = True
-            self.complete(leaving, self.latest_timestamp[leaving], k)
-            self.dirty = True
+            ledger.dropped[jobs[dropped]] = True
+            ledger.complete(leaving, self.latest_timestamp[leaving], k)
+            self._note_change()
 
     def _apply_flag(self, job: int) -> None:
         info = self.jobs[job]
@@ -316,13 +309,14 @@ class GavelEngine(Engine):
         if key not in self.table or self.table.entries[key] <= 0.0:
             return  # the original reverts a change to a batch size it has no throughput for
         self.batch_size[job] = change.batch_size
-        self.throughput[job] = self.table.entries[key]
+        self.rates[job] = self.table.entries[key]
         self.total_steps[job] = change.total_steps
         self.steps_run[job] = change.steps_run
 
     def _evaluate_flags(self) -> None:
         """The original evaluates every active job; only jobs whose state changed can differ."""
-        check = np.flatnonzero(self.needs_flag_check & self.admitted & ~self.done)
+        ledger = self.ledger
+        check = np.flatnonzero(self.needs_flag_check & ledger.admitted & ~ledger.done)
         self.needs_flag_check[check] = False
         for job in check.tolist():
             info = self.jobs[job]
@@ -344,20 +338,16 @@ class GavelEngine(Engine):
             self.flag_big[job] |= big
             self.flag_small[job] |= small
 
-    def admit_until(self, now: float, round_index: int) -> IntArray:
-        new = super().admit_until(now, round_index)
-        self.needs_flag_check[new] = True
-        return new
-
     # -------------------------------------------------------------------------- placement
     def _place(self, chosen: IntArray) -> None:
         """Assign GPU ids as the original does: larger gangs first, a job keeps its previous
         GPUs when they are all still free, others take the lowest free ids."""
         taken = np.zeros(self.gpus, dtype=bool)
         pointer = 0
-        kept_before = np.zeros(self.n, dtype=bool)
+        n = self.ledger.n
+        kept_before = np.zeros(n, dtype=bool)
         kept_before[self.placed_last_round] = True
-        gangs = self.gang[chosen]
+        gangs = self.ledger.gang[chosen]
         for gang in sorted(set(gangs.tolist()), reverse=True):
             group = chosen[gangs == gang]
             candidates = group[kept_before[group]]
@@ -367,7 +357,7 @@ class GavelEngine(Engine):
                 kept = candidates[keep]
                 taken[old[keep].reshape(-1)] = True
                 self.gpu_of[kept, :gang] = old[keep]
-                placed = np.zeros(self.n, dtype=bool)
+                placed = np.zeros(n, dtype=bool)
                 placed[kept] = True
                 fresh = group[~placed[group]]
             else:
@@ -380,3 +370,68 @@ class GavelEngine(Engine):
                 pointer = int(ids[-1]) + 1
                 self.gpu_of[fresh, :gang] = ids.reshape(fresh.shape[0], gang)
         self.placed_last_round = chosen.copy()
+
+    # ------------------------------------------------------------------------ snapshots
+    def snapshot(self) -> dict[str, Any]:
+        out: dict[str, Any] = {name: getattr(self, name).copy() for name in _STATE_ARRAYS}
+        out.update(
+            round_start=self._round_start,
+            round_end=self._round_end,
+            now=self._now,
+            dispatched=self._dispatched.copy(),
+            finish=self._finish.copy(),
+            steps=self._steps.copy(),
+        )
+        return out
+
+    def restore(self, saved: StateReader) -> None:
+        n = self.ledger.n
+        shapes: dict[str, tuple[int | None, ...]] = {
+            "gpu_busy": (self.gpus,),
+            "gpu_of": (n, self.max_gang),
+            "placed_last_round": (None,),
+        }
+        arrays = {
+            name: saved.array(name, dtype, shapes.get(name, (n,)))
+            for name, dtype in _STATE_ARRAYS.items()
+        }
+        if np.any(arrays["rates"] <= 0.0) or np.any(arrays["batch_size"] <= 0):
+            raise saved.error("rates", "a throughput or a batch size is not positive")
+        gpu_of = arrays["gpu_of"]
+        if np.any((gpu_of < -1) | (gpu_of >= self.gpus)):
+            raise saved.error("gpu_of", "a GPU index is out of range")
+        placed = arrays["placed_last_round"]
+        if np.any((placed < 0) | (placed >= n)):
+            raise saved.error("placed_last_round", "a job index is out of range")
+        round_start = saved.number("round_start")
+        round_end = None if saved.raw("round_end") is None else saved.number("round_end")
+        now = saved.number("now")
+        dispatched = saved.array("dispatched", np.int64, (None,))
+        if np.any((dispatched < 0) | (dispatched >= n)):
+            raise saved.error("dispatched", "a job index is out of range")
+        size = dispatched.shape
+        finish = saved.array("finish", np.float64, size)
+        steps = saved.array("steps", np.int64, size)
+        saved.done()
+        for name, value in arrays.items():
+            setattr(self, name, value)
+        self._round_start, self._round_end, self._now = round_start, round_end, now
+        self._dispatched, self._finish, self._steps = dispatched, finish, steps
+
+
+#: The arrays of the world's state in a snapshot, with their dtypes.
+_STATE_ARRAYS: dict[str, type[np.generic]] = {
+    "batch_size": np.int64,
+    "rates": np.float64,
+    "total_steps": np.int64,
+    "steps_run": np.int64,
+    "flag_big": np.bool_,
+    "flag_small": np.bool_,
+    "needs_flag_check": np.bool_,
+    "failures": np.int64,
+    "run_seconds": np.float64,
+    "latest_timestamp": np.float64,
+    "gpu_busy": np.float64,
+    "gpu_of": np.int64,
+    "placed_last_round": np.int64,
+}

@@ -17,8 +17,12 @@ All arithmetic is done in the same order as the original so that ties resolve id
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
+
+from shockwave.persistence import StateReader
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -48,6 +52,37 @@ class RoundMechanism:
         self.entitlement = np.zeros(num_jobs, dtype=np.float64)
         self.total_time = 0.0
         self.last_reset_time = 0.0
+
+    def snapshot(self) -> dict[str, Any]:
+        """The mechanism's state, as data (:mod:`shockwave.persistence`)."""
+        return {
+            "fraction": self.fraction.copy(),
+            "in_allocation": self.in_allocation.copy(),
+            "time_received": self.time_received.copy(),
+            "deficit": self.deficit.copy(),
+            "entitlement": self.entitlement.copy(),
+            "total_time": self.total_time,
+            "last_reset_time": self.last_reset_time,
+        }
+
+    def restore(self, saved: StateReader) -> None:
+        """Take back :meth:`snapshot` (of a mechanism over as many jobs), every field checked.
+
+        Raises:
+            shockwave.persistence.StateFormatError: naming the field that does not fit.
+        """
+        jobs = (self.fraction.shape[0],)
+        fraction = saved.array("fraction", np.float64, jobs)
+        in_allocation = saved.array("in_allocation", np.bool_, jobs)
+        time_received = saved.array("time_received", np.float64, jobs)
+        deficit = saved.array("deficit", np.float64, jobs)
+        entitlement = saved.array("entitlement", np.float64, jobs)
+        total_time = saved.number("total_time")
+        last_reset_time = saved.number("last_reset_time")
+        saved.done()
+        self.fraction, self.in_allocation = fraction, in_allocation
+        self.time_received, self.deficit, self.entitlement = time_received, deficit, entitlement
+        self.total_time, self.last_reset_time = total_time, last_reset_time
 
     def admit(self, jobs: IntArray) -> None:
         """Start the counters of newly admitted jobs (no allocation until the next recompute)."""

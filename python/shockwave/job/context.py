@@ -68,7 +68,8 @@ import numpy.typing as npt
 from shockwave.arguments import is_integer
 from shockwave.job.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from shockwave.job.protocol import JobMessage, JobMessageKind, Lease, Report, SchedulerMessage
-from shockwave.job.spec import ENV_AUTHKEY, ENV_CHANNEL, ENV_JOB, JobLaunch, RunSpec
+from shockwave.job.spec import ENV_AUTHKEY, ENV_CHANNEL, ENV_JOB, JobLaunch
+from shockwave.run_spec import RunSpec
 
 #: Meta key under which a checkpoint holds the context's own bookkeeping.
 BOOKKEEPING_KEY = "__shockwave__"

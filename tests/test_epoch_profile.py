@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import shockwave.epoch_profile as epoch_runs_module
+import shockwave.epoch_profile as epoch_profile_module
 from shockwave.adaptation import JobModels
 from shockwave.epoch_profile import EpochColumn, EpochProfile, merge_columns
 from shockwave.errors import JobFieldError
@@ -83,7 +83,7 @@ def test_runs_from_unmerged_runs_and_from_columns(profile: tuple[IntArray, Float
 
 
 def test_long_runs_are_summed_in_chunks_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(epoch_runs_module, "_CHUNK_EPOCHS", 7)
+    monkeypatch.setattr(epoch_profile_module, "_CHUNK_EPOCHS", 7)
     sizes = np.repeat([32, 64, 32], [20, 3, 50])
     seconds = np.repeat([0.1, 1.3, 0.7], [20, 3, 50])
     runs = EpochProfile.from_epochs(sizes, seconds)

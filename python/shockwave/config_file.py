@@ -49,9 +49,9 @@ from shockwave.policies import (
     policy_parameters,
     resolve_policy_name,
 )
-from shockwave.scheduling.protocol import Policy
 from shockwave.runtime.config import RuntimeConfig
 from shockwave.scheduling import SimulationConfig
+from shockwave.scheduling.protocol import Policy
 
 #: The suffixes a configuration file may have.
 SUFFIXES = (".toml", ".json")

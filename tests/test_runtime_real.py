@@ -22,7 +22,7 @@ import pytest
 
 import shockwave.runtime
 from shockwave.job.families import FAMILIES
-from shockwave.job.spec import RunSpec
+from shockwave.run_spec import RunSpec
 from shockwave.runtime import RunStatus, RuntimeConfig, make_executor, run_workload
 from shockwave.runtime.config import usable_cores
 from shockwave.runtime.executor import Executor

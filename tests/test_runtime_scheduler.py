@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shockwave.job.spec import RunSpec
 from shockwave.policies import make_policy
+from shockwave.run_spec import RunSpec
 from shockwave.runtime.config import RuntimeConfig
 from shockwave.runtime.journal import Journal
 from shockwave.runtime.result import RunResult, run_result

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from shockwave.job.families import FAMILIES
-from shockwave.job.spec import RunSpec
+from shockwave.run_spec import RunSpec
 from shockwave.runtime import RunDirectoryBusyError, RuntimeConfig, resume_run, run_workload
 from shockwave.runtime.config import usable_cores
 from shockwave.runtime.generate import generate_real_workload, planned_schedule

@@ -20,7 +20,7 @@ from shockwave.adaptation import JobModels
 from shockwave.cli import main
 from shockwave.policies import POLICIES
 from shockwave.scheduling import SimulationConfig
-from shockwave.sim import CheckpointSettings, Simulation, resume
+from shockwave.sim import CheckpointSettings, Simulation, resume_simulation
 from shockwave.workload import Workload
 
 from .conftest import CANONICAL_TRACE, TACC
@@ -70,7 +70,7 @@ def test_ctrl_c_with_a_checkpoint_saves_then_resumes_identically(
         Simulation(small, "shockwave", config).run(progress=ctrl_c_at_round_20, checkpoint=settings)
     assert Simulation.load(path).round_index == 20
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
-    assert resume(path).to_json() == whole.to_json()
+    assert resume_simulation(path).to_json() == whole.to_json()
 
 
 SIMULATE = ["simulate", "--trace", str(CANONICAL_TRACE), "--throughputs", str(TACC),

@@ -181,7 +181,10 @@ def _profile(args: argparse.Namespace) -> int:
         profile_cache_path,
         refresh_machine_profile,
     )
-    from shockwave.runtime.profile import profile_families, write_throughput_file
+    from shockwave.runtime.throughput_measurement import (
+        measure_family_throughputs,
+        write_throughput_file,
+    )
 
     output = _writable(args.output) if args.output else None
     families = _split(args.families)
@@ -194,7 +197,7 @@ def _profile(args: argparse.Namespace) -> int:
         print(f"{family:16s} batch {batch_size:4d}  gang {gang}  {rate:10.1f} it/s", flush=True)
 
     if families or gangs or args.alone:  # a partial or alone-measured table is not the profile
-        table = profile_families(
+        table = measure_family_throughputs(
             families or None, gangs, seconds=args.seconds, contended=not args.alone, progress=show
         )
         table = dataclasses.replace(table, costs=measure_costs(table))

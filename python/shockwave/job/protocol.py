@@ -96,9 +96,10 @@ class Report:
     def from_dict(cls, data: Any) -> Report:
         if not isinstance(data, dict):
             raise ProtocolError("report: must be an object")
-        runs = data.get("epoch_batch_sizes", [])
-        if not isinstance(runs, list) or not all(
-            isinstance(r, list) and len(r) == 2 and all(_is_count(v, 1) for v in r) for r in runs
+        segments = data.get("epoch_batch_sizes", [])
+        if not isinstance(segments, list) or not all(
+            isinstance(r, list) and len(r) == 2 and all(_is_count(v, 1) for v in r)
+            for r in segments
         ):
             raise ProtocolError("report.epoch_batch_sizes: must be [[batch size, epochs], ...]")
         stats = data.get("batch_stats", [])
@@ -126,7 +127,7 @@ class Report:
             steps=data["steps"],
             samples=data["samples"],
             batch_size=data["batch_size"],
-            epoch_batch_sizes=tuple((int(b), int(c)) for b, c in runs),
+            epoch_batch_sizes=tuple((int(b), int(c)) for b, c in segments),
             busy_seconds=float(busy),
             batch_stats=tuple((int(b), int(n), float(t)) for b, n, t in stats),
         )

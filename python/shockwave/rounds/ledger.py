@@ -74,7 +74,7 @@ class JobLedger:
         self.job_ids = np.array([j.job_id for j in self.jobs], dtype=np.int64)
         self.num_epochs = np.array([j.num_epochs for j in self.jobs], dtype=np.int64)
         # Summed in epoch order, as the original's sum() over the profile list.
-        self.exclusive = np.array([j.runs.total_seconds for j in self.jobs], dtype=np.float64)
+        self.exclusive = np.array([j.profile.total_seconds for j in self.jobs], dtype=np.float64)
         too_big = np.flatnonzero(self.gang > gpus)
         if too_big.shape[0]:
             job = self.jobs[int(too_big[0])]

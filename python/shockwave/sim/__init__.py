@@ -13,7 +13,7 @@ one round loop (:mod:`shockwave.rounds`):
   mechanics, quirks included, so that results can be set beside the paper's.
 
 A long run can be checkpointed and resumed bit for bit (:class:`Simulation`,
-:class:`CheckpointSettings`, :func:`resume`; :mod:`~shockwave.sim.checkpoint`).
+:class:`CheckpointSettings`, :func:`resume_simulation`; :mod:`~shockwave.sim.checkpoint`).
 
 See ``docs/simulator.md`` for both mechanics and ``docs/architecture.md`` for the layout.
 """
@@ -21,11 +21,11 @@ See ``docs/simulator.md`` for both mechanics and ``docs/architecture.md`` for th
 from __future__ import annotations
 
 from shockwave.sim.checkpoint import CheckpointSettings
-from shockwave.sim.simulation import Simulation, resume, simulate
+from shockwave.sim.simulation import Simulation, resume_simulation, simulate
 
 __all__ = [
     "CheckpointSettings",
     "Simulation",
-    "resume",
+    "resume_simulation",
     "simulate",
 ]

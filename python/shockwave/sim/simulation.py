@@ -281,7 +281,7 @@ def simulate(
         policy_parameters: parameters of a built-in policy given by name.
         progress: called after every round with (rounds done, jobs finished, jobs in total).
         checkpoint: save the running simulation periodically and on Ctrl-C
-            (:class:`CheckpointSettings`; resume with :func:`resume`).
+            (:class:`CheckpointSettings`; resume with :func:`resume_simulation`).
         actual: the same jobs as they really run (for example what a real run's jobs did:
             :func:`shockwave.runtime.realized.realized_workload`): they progress along these
             profiles while the policy and its state see ``workload``'s as their plans, as in a
@@ -303,7 +303,7 @@ def simulate(
     return result
 
 
-def resume(
+def resume_simulation(
     path: str | PathLike[str],
     *,
     policy: Policy | None = None,

@@ -83,10 +83,10 @@ import numpy.typing as npt
 
 from shockwave.arguments import is_integer
 from shockwave.atomic import atomic_writer
-from shockwave.epoch_runs import EpochColumn
+from shockwave.epoch_profile import EpochColumn
 from shockwave.errors import JobFieldError, TraceError
-from shockwave.job.spec import RunSpec
 from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
+from shockwave.run_spec import RunSpec
 from shockwave.throughputs import RuntimeCosts, ThroughputTable
 from shockwave.workload import Job, Workload
 
@@ -177,7 +177,7 @@ def decode_epochs(value: Any, name: str) -> list[Any] | npt.NDArray[Any]:
 
 def decode_epoch_column(value: Any, name: str) -> list[Any] | EpochColumn:
     """:func:`decode_epochs` without expanding the run-length form: a plain list as is, runs as
-    an :class:`~shockwave.epoch_runs.EpochColumn` (what :class:`~shockwave.workload.Job`
+    an :class:`~shockwave.epoch_profile.EpochColumn` (what :class:`~shockwave.workload.Job`
     takes without expanding it). Raises ``ValueError`` naming the problem."""
     if isinstance(value, list):
         return value

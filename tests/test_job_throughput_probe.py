@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from shockwave.job.profiling import measure_throughput
+from shockwave.job.throughput_probe import measure_throughput
 
 
 def test_measures_a_positive_finite_rate_in_a_fresh_process() -> None:
@@ -22,7 +22,7 @@ def test_the_child_runs_with_the_gangs_threads() -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"}
     arguments = ["--family", "rnn-sines", "--batch-size", "16", "--seconds", "0.05"]
     done = subprocess.run(
-        [sys.executable, "-m", "shockwave.job.profiling", *arguments],
+        [sys.executable, "-m", "shockwave.job.throughput_probe", *arguments],
         env=env,
         capture_output=True,
         text=True,
@@ -66,7 +66,15 @@ def test_bad_options_are_refused(options: dict[str, float], match: str) -> None:
 
 def test_the_measuring_process_refuses_bad_arguments_in_one_line() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "shockwave.job.profiling", "--family", "x", "--batch-size", "8"],
+        [
+            sys.executable,
+            "-m",
+            "shockwave.job.throughput_probe",
+            "--family",
+            "x",
+            "--batch-size",
+            "8",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

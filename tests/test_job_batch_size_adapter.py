@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from shockwave.job.adaptation import (
+from shockwave.job.batch_size_adapter import (
     BatchSizeAdapter,
     GradientMonitor,
     accordion_critical,

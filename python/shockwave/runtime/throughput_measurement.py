@@ -18,7 +18,7 @@ prediction too fast. ``contended=False`` measures each entry alone.
 Every entry is measured in several passes (:data:`DEFAULT_PASSES`), one pass over all the
 entries after the other, and its rate is their mean: the speed of the project's virtual machines
 wanders by 10 to 20 % from one minute to the next (and by a third over tens of minutes), so
-spreading each entry's measurement over the whole profile gives every entry the same mean
+spreading each entry's measurement over the whole measurement gives every entry the same mean
 conditions instead of each its own moment's.
 """
 
@@ -31,14 +31,14 @@ from os import PathLike
 from shockwave.arguments import is_integer
 from shockwave.atomic import atomic_write_text
 from shockwave.job.families import FAMILIES
-from shockwave.job.profiling import measure_throughput
+from shockwave.job.throughput_probe import measure_throughput
 from shockwave.runtime.config import usable_cores
 from shockwave.throughputs import COSTS_KEY, ThroughputTable, format_job_type
 
-#: How many passes over the entries a profile makes (see the module notes).
+#: How many passes over the entries a measurement makes (see the module notes).
 DEFAULT_PASSES = 3
 #: Called after every measurement with (family, batch size, gang size, iterations/s).
-ProfileCallback = Callable[[str, int, int, float], None]
+MeasurementCallback = Callable[[str, int, int, float], None]
 
 
 def default_gang_sizes() -> list[int]:
@@ -47,14 +47,14 @@ def default_gang_sizes() -> list[int]:
     return [g for g in (1, 2, 4, 8) if g <= cores]
 
 
-def profile_families(
+def measure_family_throughputs(
     families: Sequence[str] | None = None,
     gang_sizes: Sequence[int] | None = None,
     *,
     seconds: float = 2.0,
     contended: bool = True,
     passes: int = DEFAULT_PASSES,
-    progress: ProfileCallback | None = None,
+    progress: MeasurementCallback | None = None,
 ) -> ThroughputTable:
     """Measure every (family, batch size, gang size) and return the table.
 

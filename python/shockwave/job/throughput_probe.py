@@ -1,7 +1,7 @@
 """Throughput of a bundled family's real training step, measured in a fresh process.
 
-:func:`measure_throughput` starts ``python -m shockwave.job.profiling`` with the BLAS and OpenMP
-thread variables (:data:`~shockwave.job.spec.THREAD_VARIABLES`) set to the gang's threads
+:func:`measure_throughput` starts ``python -m shockwave.job.throughput_probe`` with the BLAS and
+OpenMP thread variables (:data:`~shockwave.job.spec.THREAD_VARIABLES`) set to the gang's threads
 *before* numpy is imported (a gang of ``k`` CPU slots trains with ``k`` threads), lets it run the
 bundled job's real training loop (:func:`shockwave.job.trainer.train`: augmentation, the two
 half-batch gradients, the adaptation's statistics, the momentum update, and the per-step
@@ -29,8 +29,9 @@ from typing import Any
 from shockwave.arguments import is_integer
 from shockwave.job.context import JobContext
 from shockwave.job.families import FAMILIES, get_family
-from shockwave.job.spec import MAX_SEED, THREAD_VARIABLES, JobLaunch, RunSpec
+from shockwave.job.spec import THREAD_VARIABLES, JobLaunch
 from shockwave.job.trainer import train
+from shockwave.run_spec import MAX_SEED, RunSpec
 
 #: Share of the measuring time spent warming up first.
 WARMUP_FRACTION = 0.25
@@ -84,10 +85,10 @@ def measure_throughput(
     env = dict(os.environ)
     for variable in THREAD_VARIABLES:
         env[variable] = str(threads)
-    command = [  # not "-m shockwave.job.profiling": the package imports this module first
+    command = [  # not "-m shockwave.job.throughput_probe": the package imports this module first
         sys.executable,
         "-c",
-        "import sys; from shockwave.job.profiling import main; sys.exit(main())",
+        "import sys; from shockwave.job.throughput_probe import main; sys.exit(main())",
         "--family",
         family,
         "--batch-size",
@@ -186,7 +187,7 @@ def measure_here(family: str, batch_size: int, seconds: float, seed: int) -> dic
 def main(argv: Sequence[str] | None = None) -> int:
     """The measuring process: prints one JSON line."""
     parser = argparse.ArgumentParser(
-        prog="python -m shockwave.job.profiling",
+        prog="python -m shockwave.job.throughput_probe",
         description="Measure a bundled family's training step (iterations per second).",
     )
     parser.add_argument("--family", required=True)
@@ -198,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check_arguments(args.family, args.batch_size, 1, args.seconds, args.seed)
         result = measure_here(args.family, args.batch_size, args.seconds, args.seed)
     except (ValueError, OSError, ImportError) as exc:
-        print(f"shockwave.job.profiling: {exc}", file=sys.stderr)
+        print(f"shockwave.job.throughput_probe: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(result))
     return 0

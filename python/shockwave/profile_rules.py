@@ -1,4 +1,5 @@
-"""Per-epoch profiles: the batch size and duration of every epoch of a job.
+"""The original's rules that build a job's epoch profile: the batch size and duration of every
+epoch (held by a job as an :class:`~shockwave.epoch_profile.EpochProfile`).
 
 A profile is what the original computes in ``generate_pickle_file`` from a trace line and a
 throughput table, quirks included:

@@ -1,15 +1,17 @@
-"""Per-epoch profiles held run-length encoded: runs of identical epochs.
+"""A job's epoch profile (the batch size and duration of every epoch), held run-length encoded.
 
 A job's profile is piecewise constant: it trains many consecutive epochs at one batch size, each
 of the same duration (a 100,000-job generated trace has about 120 million epochs but only about
-200,000 runs). :class:`EpochRuns` keeps only the runs, so a workload's memory grows with its
-runs, not its epochs; :class:`~shockwave.workload.Job` stores its profile this way and expands
-``batch_sizes`` and ``epoch_seconds`` only when they are read.
+200,000 segments). :class:`EpochProfile` keeps only the *segments* (the runs of identical
+epochs), so a workload's memory grows with its segments, not its epochs;
+:class:`~shockwave.workload.Job` stores its profile this way
+(:attr:`~shockwave.workload.Job.profile`) and expands ``batch_sizes`` and ``epoch_seconds`` only
+when they are read.
 
-Everything the simulator derives from a profile is derived from the runs *bit for bit* as from
-the expanded arrays: the running sums of the epoch durations at the end of each run are the
+Everything the simulator derives from a profile is derived from the segments *bit for bit* as
+from the expanded arrays: the running sums of the epoch durations at the end of each segment are the
 sequential (epoch by epoch) float sums that ``numpy.cumsum`` gives on the expanded profile, and
-:attr:`EpochRuns.pairwise_total` is ``numpy.sum`` of the expanded durations.
+:attr:`EpochProfile.pairwise_total` is ``numpy.sum`` of the expanded durations.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy.typing as npt
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-__all__ = ["EpochColumn", "EpochRuns"]
+__all__ = ["EpochColumn", "EpochProfile"]
 
 
 def _frozen(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -32,21 +34,22 @@ def _frozen(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
 
 
 @dataclass(frozen=True, eq=False)
-class EpochRuns:
-    """A per-epoch profile as maximal runs of consecutive epochs with the same batch size and
-    the same duration.
+class EpochProfile:
+    """A per-epoch profile as maximal segments: runs of consecutive epochs with the same batch
+    size and the same duration.
 
-    Build one with :meth:`from_epochs` (from the expanded arrays) or :meth:`from_runs` (from
-    runs, adjacent equal runs merged); the constructor takes canonical (maximal) runs as is.
-    Contents are not validated here (:class:`~shockwave.workload.Job` validates its profile).
+    Build one with :meth:`from_epochs` (from the expanded arrays) or :meth:`from_segments` (from
+    segments, adjacent equal segments merged); the constructor takes canonical (maximal)
+    segments as is. Contents are not validated here (:class:`~shockwave.workload.Job` validates
+    its profile).
 
     Attributes:
-        batch_sizes: batch size of each run's epochs, shape ``(R,)``, int64.
-        seconds: duration of each of the run's epochs, seconds, shape ``(R,)``, float64.
-        counts: epochs in each run (>= 1), shape ``(R,)``, int64.
+        batch_sizes: batch size of each segment's epochs, shape ``(R,)``, int64.
+        seconds: duration of each of the segment's epochs, seconds, shape ``(R,)``, float64.
+        counts: epochs in each segment (>= 1), shape ``(R,)``, int64.
         running_seconds: the sum of the epoch durations from the first epoch to the last epoch
-            of each run, summed epoch by epoch in epoch order (``numpy.cumsum`` of the expanded
-            durations, at the runs' last epochs), shape ``(R,)``.
+            of each segment, summed epoch by epoch in epoch order (``numpy.cumsum`` of the
+            expanded durations, at the segments' last epochs), shape ``(R,)``.
     """
 
     batch_sizes: IntArray
@@ -55,10 +58,10 @@ class EpochRuns:
     running_seconds: FloatArray = field(init=False)
 
     @classmethod
-    def _of_fresh(cls, sizes: IntArray, seconds: FloatArray, counts: IntArray) -> EpochRuns:
-        """Canonical runs from arrays of the right types and shapes that nothing else holds
+    def _of_fresh(cls, sizes: IntArray, seconds: FloatArray, counts: IntArray) -> EpochProfile:
+        """Canonical segments from arrays of the right types and shapes that nothing else holds
         (adopted without copies or checks)."""
-        runs = object.__new__(cls)
+        profile = object.__new__(cls)
         with np.errstate(over="ignore", invalid="ignore"):
             running = _running_ends(seconds, counts)
         for name, value in (
@@ -67,8 +70,8 @@ class EpochRuns:
             ("counts", counts),
             ("running_seconds", running),
         ):
-            object.__setattr__(runs, name, _frozen(value))
-        return runs
+            object.__setattr__(profile, name, _frozen(value))
+        return profile
 
     def __post_init__(self) -> None:
         sizes = _frozen(np.array(self.batch_sizes, dtype=np.int64, copy=True).reshape(-1))
@@ -90,8 +93,8 @@ class EpochRuns:
 
     # ---------------------------------------------------------------------- construction
     @classmethod
-    def from_epochs(cls, batch_sizes: npt.ArrayLike, epoch_seconds: npt.ArrayLike) -> EpochRuns:
-        """The runs of expanded per-epoch arrays (of equal length)."""
+    def from_epochs(cls, batch_sizes: npt.ArrayLike, epoch_seconds: npt.ArrayLike) -> EpochProfile:
+        """The segments of expanded per-epoch arrays (of equal length)."""
         sizes = np.asarray(batch_sizes, dtype=np.int64).reshape(-1)
         seconds = np.asarray(epoch_seconds, dtype=np.float64).reshape(-1)
         if sizes.shape != seconds.shape:
@@ -106,10 +109,10 @@ class EpochRuns:
         return cls._of_fresh(sizes[first], seconds[first], counts)
 
     @classmethod
-    def from_runs(
+    def from_segments(
         cls, batch_sizes: npt.ArrayLike, seconds: npt.ArrayLike, counts: npt.ArrayLike
-    ) -> EpochRuns:
-        """Runs given as (batch size, seconds, count) triples; adjacent equal runs are merged.
+    ) -> EpochProfile:
+        """Segments given as (batch size, seconds, count) triples; adjacent equal ones are merged.
 
         Raises:
             ValueError: for arrays of different lengths or a count below 1.
@@ -127,7 +130,7 @@ class EpochRuns:
         if sizes.size <= 1:
             return cls._of_fresh(sizes, secs, number)
         starts = np.flatnonzero((secs[1:] != secs[:-1]) | (sizes[1:] != sizes[:-1])) + 1
-        if starts.size == sizes.size - 1:  # already maximal runs
+        if starts.size == sizes.size - 1:  # already maximal segments
             return cls._of_fresh(sizes, secs, number)
         starts = np.concatenate(([0], starts))
         merged = np.add.reduceat(number, starts).astype(np.int64)
@@ -135,8 +138,8 @@ class EpochRuns:
 
     # --------------------------------------------------------------------------- reading
     @property
-    def num_runs(self) -> int:
-        """Number of runs ``R``."""
+    def num_segments(self) -> int:
+        """Number of segments ``R``."""
         return int(self.counts.shape[0])
 
     @property
@@ -146,12 +149,12 @@ class EpochRuns:
 
     @property
     def first_epochs(self) -> IntArray:
-        """Index of the first epoch of each run, shape ``(R,)``."""
+        """Index of the first epoch of each segment, shape ``(R,)``."""
         return np.concatenate(([0], np.cumsum(self.counts)[:-1])).astype(np.int64)
 
     @property
     def seconds_before(self) -> FloatArray:
-        """Seconds of the epochs before each run (running sums, as :attr:`running_seconds`)."""
+        """Seconds of the epochs before each segment (running sums, as :attr:`running_seconds`)."""
         return np.concatenate(([0.0], self.running_seconds[:-1])).astype(np.float64)
 
     @property
@@ -167,8 +170,8 @@ class EpochRuns:
             return float(np.sum(self.expand_seconds()))
 
     def is_canonical(self) -> bool:
-        """Whether the runs are maximal (no two neighbours have the same batch size and
-        duration), as :meth:`from_epochs` and :meth:`from_runs` make them."""
+        """Whether the segments are maximal (no two neighbours have the same batch size and
+        duration), as :meth:`from_epochs` and :meth:`from_segments` make them."""
         same = (self.batch_sizes[1:] == self.batch_sizes[:-1]) & (
             self.seconds[1:] == self.seconds[:-1]
         )
@@ -187,7 +190,7 @@ class EpochRuns:
         return _frozen(np.repeat(self.seconds, self.counts))
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, EpochRuns):
+        if not isinstance(other, EpochProfile):
             return NotImplemented
         return (
             np.array_equal(self.batch_sizes, other.batch_sizes)
@@ -199,7 +202,7 @@ class EpochRuns:
 
     def __repr__(self) -> str:
         return (
-            f"EpochRuns({self.num_runs} runs, {self.num_epochs} epochs: "
+            f"EpochProfile({self.num_segments} segments, {self.num_epochs} epochs: "
             f"batch_sizes={self.batch_sizes.tolist()!r}, seconds={self.seconds.tolist()!r}, "
             f"counts={self.counts.tolist()!r})"
         )
@@ -239,18 +242,18 @@ def merge_columns(
     size_counts: npt.NDArray[np.int64],
     seconds: npt.NDArray[np.float64],
     second_counts: npt.NDArray[np.int64],
-) -> EpochRuns:
-    """The runs of two run-length encoded columns over the same epochs (equal count sums): the
-    runs split wherever either column changes, then equal neighbours merged."""
-    if np.array_equal(size_counts, second_counts):  # the usual case: the same runs
-        return EpochRuns.from_runs(sizes, seconds, size_counts)
+) -> EpochProfile:
+    """The segments of two run-length encoded columns over the same epochs (equal count sums):
+    split wherever either column changes, then equal neighbours merged."""
+    if np.array_equal(size_counts, second_counts):  # the usual case: the same segments
+        return EpochProfile.from_segments(sizes, seconds, size_counts)
     size_ends = np.cumsum(size_counts)
     second_ends = np.cumsum(second_counts)
     ends = np.union1d(size_ends, second_ends)
     starts = np.concatenate(([0], ends[:-1]))
     size_at = np.searchsorted(size_ends, starts, side="right")
     second_at = np.searchsorted(second_ends, starts, side="right")
-    return EpochRuns.from_runs(sizes[size_at], seconds[second_at], ends - starts)
+    return EpochProfile.from_segments(sizes[size_at], seconds[second_at], ends - starts)
 
 
 #: Longest stretch of epochs expanded at once when summing (bounds the transient memory).
@@ -258,16 +261,16 @@ _CHUNK_EPOCHS = 1 << 20
 
 
 def _running_ends(seconds: FloatArray, counts: IntArray) -> FloatArray:
-    """The sequential running sum of the expanded durations at each run's last epoch.
+    """The sequential running sum of the expanded durations at each segment's last epoch.
 
     Bit for bit ``numpy.cumsum(numpy.repeat(seconds, counts))[ends]``: the sum is accumulated
     epoch by epoch, on transient expansions of at most :data:`_CHUNK_EPOCHS` epochs.
     """
-    runs = seconds.shape[0]
-    out = np.empty(runs, dtype=np.float64)
-    if runs == 0:
+    segments = seconds.shape[0]
+    out = np.empty(segments, dtype=np.float64)
+    if segments == 0:
         return out
-    if runs == 1:  # the usual static profile
+    if segments == 1:  # the usual static profile
         count = int(counts[0])
         if count <= _CHUNK_EPOCHS:
             out[0] = np.cumsum(np.full(count, seconds[0]))[-1]

@@ -1,4 +1,4 @@
-"""Run-length encoded profiles (:mod:`shockwave.epoch_runs`): bit for bit the expanded ones."""
+"""Run-length encoded profiles (:mod:`shockwave.epoch_profile`): bit for bit the expanded ones."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import shockwave.epoch_runs as epoch_runs_module
+import shockwave.epoch_profile as epoch_profile_module
 from shockwave.adaptation import JobModels
-from shockwave.epoch_runs import EpochColumn, EpochRuns, merge_columns
+from shockwave.epoch_profile import EpochColumn, EpochProfile, merge_columns
 from shockwave.errors import JobFieldError
 from shockwave.sim.profile_progress import ProfileProgress, iterations_per_epoch
 from shockwave.traces.native import decode_epoch_column, decode_epochs, encode_epochs
@@ -51,7 +51,7 @@ def test_runs_reproduce_the_expanded_profile_bit_for_bit(
     profile: tuple[IntArray, FloatArray],
 ) -> None:
     sizes, seconds = profile
-    runs = EpochRuns.from_epochs(sizes, seconds)
+    runs = EpochProfile.from_epochs(sizes, seconds)
     assert np.array_equal(runs.expand_batch_sizes(), sizes)
     assert np.array_equal(runs.expand_seconds(), seconds)
     assert runs.num_epochs == sizes.size
@@ -70,11 +70,11 @@ def test_runs_reproduce_the_expanded_profile_bit_for_bit(
 @given(profiles())
 def test_runs_from_unmerged_runs_and_from_columns(profile: tuple[IntArray, FloatArray]) -> None:
     sizes, seconds = profile
-    canonical = EpochRuns.from_epochs(sizes, seconds)
+    canonical = EpochProfile.from_epochs(sizes, seconds)
     ones = np.ones(sizes.size, dtype=np.int64)
-    assert EpochRuns.from_runs(sizes, seconds, ones) == canonical
-    size_column = EpochRuns.from_epochs(sizes, np.zeros(sizes.size))
-    second_column = EpochRuns.from_epochs(np.zeros(sizes.size, dtype=np.int64), seconds)
+    assert EpochProfile.from_segments(sizes, seconds, ones) == canonical
+    size_column = EpochProfile.from_epochs(sizes, np.zeros(sizes.size))
+    second_column = EpochProfile.from_epochs(np.zeros(sizes.size, dtype=np.int64), seconds)
     merged = merge_columns(
         size_column.batch_sizes, size_column.counts, second_column.seconds, second_column.counts
     )
@@ -83,29 +83,29 @@ def test_runs_from_unmerged_runs_and_from_columns(profile: tuple[IntArray, Float
 
 
 def test_long_runs_are_summed_in_chunks_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(epoch_runs_module, "_CHUNK_EPOCHS", 7)
+    monkeypatch.setattr(epoch_profile_module, "_CHUNK_EPOCHS", 7)
     sizes = np.repeat([32, 64, 32], [20, 3, 50])
     seconds = np.repeat([0.1, 1.3, 0.7], [20, 3, 50])
-    runs = EpochRuns.from_epochs(sizes, seconds)
+    runs = EpochProfile.from_epochs(sizes, seconds)
     running = np.cumsum(seconds)
     assert runs.running_seconds.tobytes() == running[np.cumsum(runs.counts) - 1].tobytes()
 
 
 def test_bad_runs_are_refused() -> None:
     with pytest.raises(ValueError, match="count"):
-        EpochRuns.from_runs([32], [1.0], [0])
+        EpochProfile.from_segments([32], [1.0], [0])
     with pytest.raises(ValueError, match="one of each per run"):
-        EpochRuns.from_runs([32, 64], [1.0], [1, 1])
+        EpochProfile.from_segments([32, 64], [1.0], [1, 1])
     with pytest.raises(ValueError, match="entries"):
-        EpochRuns.from_epochs([32, 64], [1.0])
+        EpochProfile.from_epochs([32, 64], [1.0])
 
 
 @given(profiles())
 def test_a_job_holds_its_profile_as_runs(profile: tuple[IntArray, FloatArray]) -> None:
     sizes, seconds = profile
     job = _job(sizes, seconds)
-    runs = EpochRuns.from_epochs(sizes, seconds)
-    assert job.runs == runs
+    runs = EpochProfile.from_epochs(sizes, seconds)
+    assert job.profile == runs
     assert np.array_equal(job.batch_sizes, sizes) and np.array_equal(job.epoch_seconds, seconds)
     assert not job.batch_sizes.flags.writeable and not job.epoch_seconds.flags.writeable
     assert job.num_epochs == sizes.size and job.initial_batch_size == int(sizes[0])
@@ -116,7 +116,7 @@ def test_a_job_holds_its_profile_as_runs(profile: tuple[IntArray, FloatArray]) -
     assert _job(column, seconds) == job
     assert Job(**vars(job)) == job
     assert pickle.loads(pickle.dumps(job)) == job
-    assert dataclasses.replace(job, weight=2.0).runs == runs
+    assert dataclasses.replace(job, weight=2.0).profile == runs
     # what the simulator reads of it
     iterations = -(-50000 // sizes)
     assert np.array_equal(iterations_per_epoch(job), iterations)
@@ -141,8 +141,8 @@ def test_profile_errors_still_name_the_field() -> None:
         _job([32, 0], [1.0, 1.0])
     with pytest.raises(JobFieldError, match="epoch_seconds"):
         _job([32], [float("nan")])
-    runs = EpochRuns.from_epochs([32], [1.0])
-    with pytest.raises(JobFieldError, match="same EpochRuns"):
+    runs = EpochProfile.from_epochs([32], [1.0])
+    with pytest.raises(JobFieldError, match="same EpochProfile"):
         _job(runs, [1.0])
     with pytest.raises(JobFieldError, match="run counts"):
         _job(EpochColumn([32], [0]), [1.0])
@@ -210,7 +210,7 @@ def test_the_adaptation_model_takes_runs_bit_for_bit(
     profile: tuple[IntArray, FloatArray], estimator: str
 ) -> None:
     sizes, seconds = profile
-    runs = EpochRuns.from_epochs(sizes, seconds)
+    runs = EpochProfile.from_epochs(sizes, seconds)
     expanded = JobModels(estimator)  # type: ignore[arg-type]
     expanded.add(1, sizes, seconds, samples_per_epoch=5e4)
     compact = JobModels(estimator)  # type: ignore[arg-type]
@@ -223,8 +223,8 @@ def test_the_adaptation_model_takes_runs_bit_for_bit(
 
 
 def test_a_job_given_unmerged_runs_holds_them_merged() -> None:
-    unmerged = EpochRuns([32, 32, 64], [1.0, 1.0, 2.0], [2, 3, 1])
+    unmerged = EpochProfile([32, 32, 64], [1.0, 1.0, 2.0], [2, 3, 1])
     assert not unmerged.is_canonical()
     job = _job(unmerged, unmerged)
-    assert job.runs.is_canonical() and job.runs.counts.tolist() == [5, 1]
+    assert job.profile.is_canonical() and job.profile.counts.tolist() == [5, 1]
     assert job == _job([32] * 5 + [64], [1.0] * 5 + [2.0])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from shockwave.catalog import gns_staircase, model_family
-from shockwave.profiles import (
+from shockwave.profile_rules import (
     accordion_schedule,
     batch_size_schedule,
     epoch_durations,

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -48,6 +49,7 @@ from shockwave.runtime import RunStatus, RuntimeConfig, run_workload
 from shockwave.runtime.generate import generate_real_workload
 from shockwave.runtime.journal import Journal
 from shockwave.runtime.machine import refresh_machine_profile
+from shockwave.runtime.machine_load import CpuLoadMeter
 from shockwave.runtime.realized import realized_workload
 from shockwave.runtime.result import read_run_result
 from shockwave.scheduling import SimulationConfig
@@ -64,6 +66,8 @@ END = "<!-- runtime-fidelity:end -->"
 #: used generator seeds 3 and 4).
 FRESH_SEEDS = "21,22,23"
 PREDICTION = "prediction"
+#: Other programs' load (cores) during each profile this invocation measured.
+_PROFILE_LOADS: list[float | None] = []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,12 +90,21 @@ def main(argv: list[str] | None = None) -> int:
         "--noise-seeds", type=int, default=10, help="seeds of the throughput-noise replay"
     )
     parser.add_argument(
+        "--realtime",
+        action="store_true",
+        help="run (profiles and jobs) at real-time round-robin priority (Linux, root or "
+        "CAP_SYS_NICE), shielding the measurements from other programs on a shared machine",
+    )
+    parser.add_argument(
         "--replay",
         type=Path,
         metavar="DIR",
         help="recompute the report from the physical runs of an earlier --out DIR",
     )
     args = parser.parse_args(argv)
+    if args.realtime and not args.replay:
+        # inherited by every child: the profile's measuring processes and the jobs
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(1))
     report = _replay(args) if args.replay else _run(args)
     markdown = render(report)
     print(markdown)
@@ -121,6 +134,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "round_seconds": args.round_seconds,
         "throughputs": table.source,
         "costs": None if table.costs is None else table.costs.to_dict(),
+        "realtime": bool(args.realtime),
+        "profile_loads": list(_PROFILE_LOADS),
         "workloads": {},
     }
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
@@ -150,6 +165,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             )
             physical = run_workload(workload, policy, config, progress=_progress()).to_dict()
             print()
+            report["profile_loads"] = list(_PROFILE_LOADS)
             digests[policy] = physical["final_digest"]
             entry["policies"][policy] = _compare(
                 workload, policy, physical, args.round_seconds, run_dir, args.noise_seeds
@@ -167,7 +183,11 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
 def _profile(args: argparse.Namespace) -> ThroughputTable:
     """This machine's profile, measured now (and cached, as ``shockwave cluster profile``)."""
     print("profiling this machine ...", flush=True)
-    return refresh_machine_profile(seconds=args.profile_seconds)
+    meter = CpuLoadMeter().start()
+    table = refresh_machine_profile(seconds=args.profile_seconds)
+    load = meter.stop()
+    _PROFILE_LOADS.append(None if load is None else load.other_cores)
+    return table
 
 
 def _replay(args: argparse.Namespace) -> dict[str, Any]:
@@ -288,6 +308,7 @@ def _compare(
         "throughput_ratio_min": min(ratios, default=math.nan),
         "throughput_ratio_max": max(ratios, default=math.nan),
         "epochs_off_plan": f"{off_plan}/{total_epochs}",
+        "other_load_cores": (physical.get("machine_load") or {}).get("other_cores"),
     }
 
 
@@ -392,8 +413,9 @@ def render(report: dict[str, Any]) -> str:
         "",
         "| seed | policy | status | launches | preemptions | crash restarts | restart s "
         "(profile / run) | round turnaround ms (profile / run) | measured / profiled "
-        "throughput, median [min, max] | epochs off the plan |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "throughput, median [min, max] | epochs off the plan | other programs' load "
+        "(cores) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for seed, entry in report["workloads"].items():
         for policy, d in entry["policies"].items():
@@ -403,7 +425,7 @@ def render(report: dict[str, Any]) -> str:
                 f"{d['restart_seconds_measured']:.2f} | {d['round_overhead_ms_predicted']:.0f} / "
                 f"{d['round_overhead_ms_measured']:.0f} | {d['throughput_ratio_median']:.3f} "
                 f"[{d['throughput_ratio_min']:.3f}, {d['throughput_ratio_max']:.3f}] | "
-                f"{d['epochs_off_plan']} |"
+                f"{d['epochs_off_plan']} | {_cores(d.get('other_load_cores'))} |"
             )
     digests = [
         f"seed {seed}: {entry['digests_identical_across_policies']}"
@@ -416,9 +438,24 @@ def render(report: dict[str, Any]) -> str:
             "Jobs whose final digests are identical under every policy (preemption never "
             f"changes a job's result): {'; '.join(digests)}.",
         ]
+    profile_loads = report.get("profile_loads") or []
+    lines += [
+        "",
+        "Other programs' load while this machine was profiled (cores, one per profile): "
+        + (", ".join(_cores(x) for x in profile_loads) or "-")
+        + (
+            "; runs and profiles at real-time priority (`--realtime`)."
+            if report.get("realtime")
+            else "."
+        ),
+    ]
     if "wall_minutes" in report:
         lines.append(f"Total wall time {report['wall_minutes']:.0f} minutes.")
     return "\n".join(lines)
+
+
+def _cores(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 if __name__ == "__main__":

@@ -10,7 +10,14 @@ import sys
 
 import pytest
 
-from shockwave.job.throughput_probe import measure_throughput
+from shockwave.errors import RunFailedError
+from shockwave.job.throughput_probe import (
+    MIN_STEPS,
+    MeasurementError,
+    _collect,
+    measure_here,
+    measure_throughput,
+)
 
 
 def test_measures_a_positive_finite_rate_in_a_fresh_process() -> None:
@@ -80,3 +87,22 @@ def test_the_measuring_process_refuses_bad_arguments_in_one_line() -> None:
         timeout=120,
     )
     assert done.returncode == 1 and "unknown family 'x'" in done.stderr
+
+
+def test_a_lease_too_short_for_three_steps_grows_until_it_has_them() -> None:
+    # 1 ms holds no step of rnn-sines at batch 256 on any machine: the lease doubles (up to
+    # MAX_LEASE_FACTOR times) instead of failing as a loaded machine's measurement once did
+    result = measure_here("rnn-sines", 256, 0.001, seed=0)
+    assert result["steps"] >= MIN_STEPS and result["steps_per_second"] > 0
+
+
+def test_a_failed_measuring_process_is_a_run_failure_not_an_internal_error() -> None:
+    failing = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stderr.write('no memory\\n'); sys.exit(2)"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with pytest.raises(MeasurementError, match="measuring x failed: no memory") as caught:
+        _collect(failing, 60.0, "measuring x")
+    assert isinstance(caught.value, RunFailedError) and caught.value.exit_status == 5

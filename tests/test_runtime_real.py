@@ -101,6 +101,12 @@ def test_local_run_preempts_and_ends_with_the_uninterrupted_digests(
         assert all(rate > 0 for rate in rates.values()), rates
     saved = json.loads((tmp_path / "run" / "result.json").read_text())
     assert saved["final_digest"] == references
+    # the job processes ran as this process's children: their CPU time is the run's own
+    load = saved["machine_load"]
+    assert load is not None and load["own_cores"] > 0.2, load
+    assert load["other_cores"] == pytest.approx(
+        max(0.0, load["busy_cores"] - load["own_cores"]), abs=2e-3
+    )
 
 
 def test_a_job_killed_mid_round_resumes_from_its_checkpoint(

@@ -27,6 +27,7 @@ from shockwave.errors import DataError, OutputError, UsageError
 from shockwave.policies import POLICIES, resolve_policy_name
 from shockwave.runtime import JournalError, RunDirectoryBusyError
 from shockwave.runtime.config import DEFAULT_RUN_ROUND_SECONDS, EXECUTORS, RuntimeConfig
+from shockwave.runtime.machine_load import OTHER_LOAD_WARNING_CORES
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces import load_throughputs, load_workload, write_native
 
@@ -328,6 +329,14 @@ def _run(args: argparse.Namespace) -> int:
             "run you want to predict",
             file=sys.stderr,
         )
+    load = result.machine_load
+    if load is not None and load["other_cores"] > OTHER_LOAD_WARNING_CORES:
+        print(
+            f"note: other programs used {load['other_cores']:.2f} of this machine's "
+            f"{load['cores']:.0f} cores during the run: the jobs shared the machine, so their "
+            "speeds (and the run's times) are not those of its profile",
+            file=sys.stderr,
+        )
     if result.output is not None:
         print(f"wrote {result.output}")
     print(f"run directory: {result.run_dir} (result.json, journal.sqlite, logs/, checkpoints/)")
@@ -492,6 +501,13 @@ def render_run(result: RunResult) -> str:
         (
             "measured / table",
             "-" if result.profile_ratio is None else f"{result.profile_ratio:.2f} (median)",
+        ),
+        (
+            "other load",
+            "-"
+            if result.machine_load is None
+            else f"{result.machine_load['other_cores']:.2f} of "
+            f"{result.machine_load['cores']:.0f} cores (other programs during the run)",
         ),
         (
             "processes",

@@ -62,7 +62,7 @@ from shockwave.job.context import JobContext, connect, standalone_launch
 from shockwave.job.families import FAMILIES, Family
 from shockwave.job.protocol import Lease, Report
 from shockwave.job.spec import JobLaunch
-from shockwave.job.throughput_probe import measure_throughput
+from shockwave.job.throughput_probe import MeasurementError, measure_throughput
 from shockwave.job.trainer import run_standalone, train
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "JobContext",
     "JobLaunch",
     "Lease",
+    "MeasurementError",
     "Report",
     "connect",
     "digest",

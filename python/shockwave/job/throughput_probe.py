@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shockwave.arguments import is_integer
+from shockwave.errors import RunFailedError
 from shockwave.job.context import JobContext
 from shockwave.job.families import FAMILIES, get_family
 from shockwave.job.spec import THREAD_VARIABLES, JobLaunch
@@ -37,12 +38,22 @@ from shockwave.run_spec import MAX_SEED, RunSpec
 WARMUP_FRACTION = 0.25
 #: Longest warm-up, seconds.
 MAX_WARMUP_SECONDS = 1.0
-#: Fewest steps in the warm-up and in the measurement.
+#: Fewest steps in the measurement: a shorter one is repeated with twice the lease.
 MIN_STEPS = 3
+#: Longest lease a measurement may grow to: this many times the measuring time asked for, or
+#: :data:`MAX_LEASE_FLOOR_SECONDS`, whichever is longer (a slow or loaded machine measures
+#: for up to about twice that in all before the measurement is refused).
+MAX_LEASE_FACTOR = 16
+#: See :data:`MAX_LEASE_FACTOR`, seconds.
+MAX_LEASE_FLOOR_SECONDS = 8.0
 #: Epochs of the measured job (more than any measurement reaches: its lease ends it).
 MAX_EPOCHS = 10**6
 #: Seconds allowed for the child's start-up and data loading, beyond its measuring time.
 START_ALLOWANCE_SECONDS = 120.0
+
+
+class MeasurementError(RunFailedError, RuntimeError):
+    """A measuring process failed, timed out or could not measure enough steps (exit 5)."""
 
 
 def measure_throughput(
@@ -71,7 +82,9 @@ def measure_throughput(
 
     Raises:
         ValueError: naming the argument that is not valid.
-        RuntimeError: if a measuring process fails (its last error line is quoted).
+        MeasurementError: if a measuring process fails (its last error line is quoted), times
+            out, or ran fewer than :data:`MIN_STEPS` steps in its longest lease (a machine too
+            loaded or too slow for this family at this batch size).
     """
     _check_arguments(family, batch_size, threads, seconds, seed)
     if not is_integer(copies, numpy=False) or copies < 1:
@@ -113,7 +126,8 @@ def measure_throughput(
                     preexec_fn=(lambda p=pinned: os.sched_setaffinity(0, p)) if pinned else None,
                 )
             )
-        rates = [_collect(child, 2 * seconds + START_ALLOWANCE_SECONDS, what) for child in children]
+        longest = 2 * _longest_lease(seconds) + seconds + START_ALLOWANCE_SECONDS
+        rates = [_collect(child, longest, what) for child in children]
     finally:
         for child in children:
             if child.poll() is None:
@@ -127,15 +141,15 @@ def _collect(child: subprocess.Popen[str], timeout: float, what: str) -> float:
     try:
         stdout, stderr = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise RuntimeError(f"{what} timed out") from None
+        raise MeasurementError(f"{what} timed out after {timeout:.0f} s") from None
     lines = stdout.strip().splitlines()
     if child.returncode != 0 or not lines:
         errors = stderr.strip().splitlines()
         last = errors[-1] if errors else f"exit status {child.returncode}"
-        raise RuntimeError(f"{what} failed: {last}")
+        raise MeasurementError(f"{what} failed: {last}")
     rate = float(json.loads(lines[-1])["steps_per_second"])
     if not (math.isfinite(rate) and rate > 0):
-        raise RuntimeError(f"{what}: bad rate {rate!r}")
+        raise MeasurementError(f"{what}: bad rate {rate!r}")
     return rate
 
 
@@ -143,8 +157,9 @@ def measure_here(family: str, batch_size: int, seconds: float, seed: int) -> dic
     """Measure in this process (the child's work; thread variables are whatever they are): the
     real training loop of a bundled job (:func:`~shockwave.job.trainer.train`, its per-step
     bookkeeping and epoch ends included) on a standalone context whose lease lasts the warm-up,
-    then again for ``seconds``; the rate is what the job itself times for its steps (its
-    reports' ``batch_stats``, as in a real run)."""
+    then again for ``seconds`` (twice as long while it runs fewer than :data:`MIN_STEPS`
+    steps, up to :data:`MAX_LEASE_FACTOR` times or :data:`MAX_LEASE_FLOOR_SECONDS`); the rate is what the job itself times for its
+    steps (its reports' ``batch_stats``, as in a real run)."""
     chosen = get_family(family)
     threads = int(os.environ.get(THREAD_VARIABLES[0]) or 1)
     launch = JobLaunch(
@@ -163,16 +178,17 @@ def measure_here(family: str, batch_size: int, seconds: float, seed: int) -> dic
         checkpoint_path="",
         run=RunSpec(family=family, seed=seed),
     )
-    steps, elapsed = 0, 0.0
-    for lease in (min(MAX_WARMUP_SECONDS, WARMUP_FRACTION * seconds), seconds):
-        ctx = JobContext.standalone(launch, seconds=lease)
-        with ctx:
-            train(ctx)
-        for size, count, spent in ctx.snapshot().batch_stats:
-            if size == batch_size:
-                steps, elapsed = int(count), float(spent)
+    _run_lease(launch, batch_size, min(MAX_WARMUP_SECONDS, WARMUP_FRACTION * seconds))
+    lease = seconds
+    steps, elapsed = _run_lease(launch, batch_size, lease)
+    while (steps < MIN_STEPS or elapsed <= 0) and lease < _longest_lease(seconds):
+        lease *= 2
+        steps, elapsed = _run_lease(launch, batch_size, lease)
     if steps < MIN_STEPS or elapsed <= 0:
-        raise ValueError(f"seconds: {seconds} s ran only {steps} steps; measure longer")
+        raise ValueError(
+            f"seconds: a lease of {lease:g} s ran only {steps} steps (at least {MIN_STEPS} "
+            "needed); the machine is too loaded or too slow: measure longer"
+        )
     return {
         "family": family,
         "batch_size": batch_size,
@@ -182,6 +198,24 @@ def measure_here(family: str, batch_size: int, seconds: float, seed: int) -> dic
         "steps_per_second": steps / elapsed,
         "samples_per_second": steps * batch_size / elapsed,
     }
+
+
+def _longest_lease(seconds: float) -> float:
+    """The longest lease a measurement of ``seconds`` may grow to, seconds."""
+    return max(MAX_LEASE_FACTOR * seconds, MAX_LEASE_FLOOR_SECONDS)
+
+
+def _run_lease(launch: JobLaunch, batch_size: int, lease: float) -> tuple[int, float]:
+    """Train ``launch`` on a fresh standalone context for ``lease`` seconds: the steps at
+    ``batch_size`` and the seconds they took, as the job timed them."""
+    ctx = JobContext.standalone(launch, seconds=lease)
+    with ctx:
+        train(ctx)
+    steps, elapsed = 0, 0.0
+    for size, count, spent in ctx.snapshot().batch_stats:
+        if size == batch_size:
+            steps, elapsed = int(count), float(spent)
+    return steps, elapsed
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -46,6 +46,7 @@ from shockwave.runtime.executor import Executor, check_runnable
 from shockwave.runtime.journal import Journal, JournalError
 from shockwave.runtime.live_cluster import RunProgressCallback, RunStatus
 from shockwave.runtime.local_executor import LocalExecutor
+from shockwave.runtime.machine_load import CpuLoadMeter
 from shockwave.runtime.result import RunResult, run_result
 from shockwave.runtime.scheduler import RuntimeScheduler
 from shockwave.scheduling.protocol import Policy
@@ -223,6 +224,7 @@ def _execute(
     resume: bool,
 ) -> RunResult:
     started = time.perf_counter()
+    meter = CpuLoadMeter().start()
     executor = make_executor(config)
     try:
         scheduler = RuntimeScheduler(
@@ -237,7 +239,7 @@ def _execute(
         executor.close()
         journal.close()
         raise
-    result = run_result(scheduler, time.perf_counter() - started, executor.name)
+    result = run_result(scheduler, time.perf_counter() - started, executor.name, meter.stop())
     text = result.to_json(indent=1) + "\n"
     atomic_write_text(config.run_dir / RESULT_NAME, text)
     if config.output is not None:

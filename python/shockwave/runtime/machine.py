@@ -38,7 +38,7 @@ import numpy as np
 from shockwave import __version__
 from shockwave.errors import TraceError
 from shockwave.job.families import FAMILIES
-from shockwave.job.throughput_probe import measure_throughput
+from shockwave.job.throughput_probe import MeasurementError, measure_throughput
 from shockwave.profile_rules import epoch_durations
 from shockwave.run_spec import RunSpec
 from shockwave.runtime.config import machine_gpus, usable_cores
@@ -170,7 +170,7 @@ def measure_costs(table: ThroughputTable) -> RuntimeCosts:
     jobs are preempted and restarted), in a temporary directory.
 
     Raises:
-        RuntimeError: if the run fails.
+        MeasurementError: if the run fails (exit 5 on the command line).
     """
     from shockwave.runtime import RuntimeConfig, run_workload  # the package imports this one
 
@@ -208,7 +208,7 @@ def measure_costs(table: ThroughputTable) -> RuntimeCosts:
         )
         result = run_workload(workload, "gavel", config)
     if result.failed_jobs or result.incomplete:
-        raise RuntimeError(f"the cost-measuring run failed: {result.errors}")
+        raise MeasurementError(f"the cost-measuring run failed: {result.errors}")
     delays = [s[1] for starts in result.start_seconds for s in starts if s[1] > 0]
     turnaround = [
         wait + decision

@@ -22,7 +22,10 @@ unfinished jobs are never counted as if they had completed, and have ``None`` ti
 
 The throughput table a run's fairness rests on is recorded (``throughputs``: its source, and the
 machine it was measured on), with ``profile_ratio``: the median, over the jobs' batch sizes, of
-the throughput measured in the run over the table's (1.0: the table is this machine's speed).
+the throughput measured in the run over the table's (1.0: the table is this machine's speed),
+and ``machine_load``: how much of the machine other programs took during the run
+(:mod:`shockwave.runtime.machine_load`; jobs that share the machine with them train slower than
+their profile, which no prediction from the profile can foresee).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from shockwave.runtime.lifecycle import LiveJob
+    from shockwave.runtime.machine_load import MachineLoad
     from shockwave.runtime.scheduler import RuntimeScheduler
 
 
@@ -65,7 +69,9 @@ class RunResult(SimulationResult):
     ``round_boundary_wait`` (seconds from a boundary until every running job reported at it),
     ``round_decision_seconds`` (policy, journal and dispatch, seconds). Whole run: ``executor``,
     ``slot_kind``, ``incomplete``, ``failed_jobs`` (ids), ``replay_divergence`` (rounds whose
-    replayed policy answer differed on resume), ``run_dir``.
+    replayed policy answer differed on resume), ``run_dir``, ``machine_load`` (``other_cores``:
+    the CPU time other programs took during the run, in cores, ``steal_fraction`` and the rest of
+    :class:`~shockwave.runtime.machine_load.MachineLoad`; ``None`` where it cannot be measured).
     """
 
     status: str
@@ -89,6 +95,7 @@ class RunResult(SimulationResult):
     output: str | None
     throughputs: dict[str, str]
     profile_ratio: float | None
+    machine_load: dict[str, float] | None
 
     def to_dict(self) -> dict[str, Any]:
         """Every metric as JSON-ready values (NaN, for unfinished jobs, becomes ``None``), the
@@ -109,8 +116,14 @@ class RunResult(SimulationResult):
         return frame
 
 
-def run_result(scheduler: RuntimeScheduler, wall_seconds: float, executor: str) -> RunResult:
-    """The result of ``scheduler``'s run (finished or interrupted)."""
+def run_result(
+    scheduler: RuntimeScheduler,
+    wall_seconds: float,
+    executor: str,
+    load: MachineLoad | None = None,
+) -> RunResult:
+    """The result of ``scheduler``'s run (finished or interrupted); ``load``: what other programs
+    took of the machine meanwhile."""
     record = scheduler.record(wall_seconds)
     ledger = scheduler.ledger
     trace_order = np.empty(ledger.n, dtype=np.int64)
@@ -173,6 +186,7 @@ def run_result(scheduler: RuntimeScheduler, wall_seconds: float, executor: str) 
         output=None if config.output is None else str(config.output),
         throughputs=_table_provenance(workload),
         profile_ratio=_profile_ratio(workload, jobs),
+        machine_load=None if load is None else load.to_dict(),
     )
 
 

@@ -158,8 +158,9 @@ def measure_here(family: str, batch_size: int, seconds: float, seed: int) -> dic
     real training loop of a bundled job (:func:`~shockwave.job.trainer.train`, its per-step
     bookkeeping and epoch ends included) on a standalone context whose lease lasts the warm-up,
     then again for ``seconds`` (twice as long while it runs fewer than :data:`MIN_STEPS`
-    steps, up to :data:`MAX_LEASE_FACTOR` times or :data:`MAX_LEASE_FLOOR_SECONDS`); the rate is what the job itself times for its
-    steps (its reports' ``batch_stats``, as in a real run)."""
+    steps, up to :data:`MAX_LEASE_FACTOR` times or :data:`MAX_LEASE_FLOOR_SECONDS`); the rate
+    is what the job itself times for its steps (its reports' ``batch_stats``, as in a real
+    run)."""
     chosen = get_family(family)
     threads = int(os.environ.get(THREAD_VARIABLES[0]) or 1)
     launch = JobLaunch(

@@ -10,7 +10,7 @@ from typing import Any
 from shockwave import __version__
 from shockwave.cli.paths import check_distinct_paths, write_output
 from shockwave.cli.simulate_commands import check_outputs
-from shockwave.errors import UsageError
+from shockwave.errors import DataError, UsageError
 from shockwave.scheduling import MECHANICS
 
 #: ``--quick`` sizes: a run of a minute or two on two cores.
@@ -51,6 +51,29 @@ def register(subparsers: Any) -> None:
     scale.add_argument("-o", "--output", metavar="FILE", help="write the results as JSON")
     scale.add_argument("--markdown", metavar="FILE", help="write the table as Markdown")
     scale.set_defaults(handler=_scale)
+
+    typed = commands.add_parser(
+        "heterogeneous",
+        help="a typed cluster against one type: the same static jobs, the same run",
+        description="Generate one trace of static jobs (--jobs, sized for the cluster's GPUs, "
+        "steps from the table's first type), then per policy simulate it with Gavel's "
+        "mechanics on --cluster and on as many GPUs of one type; print both wall times, their "
+        "ratio and the metrics. The default (20,000 jobs on 6,500 GPUs) takes several minutes; "
+        "see benches/README.md.",
+    )
+    typed.add_argument("--cluster", default=None, metavar="SPEC",
+                       help="the typed cluster (default v100:2200,p100:2150,k80:2150)")  # fmt: skip
+    typed.add_argument("--throughputs", required=True, metavar="FILE",
+                       help="a throughput file with every type of the cluster (Gavel's "
+                       "simulation_throughputs.json)")  # fmt: skip
+    typed.add_argument("--jobs", type=int, default=None, help="jobs (default 20000)")
+    typed.add_argument("--policies", default=None,
+                       help="comma-separated typed policies (default fifo,gavel)")  # fmt: skip
+    typed.add_argument("--one-type", default=None, metavar="TYPE",
+                       help="the one-type run's type (default: the cluster's first)")  # fmt: skip
+    typed.add_argument("-o", "--output", metavar="FILE", help="write the results as JSON")
+    typed.add_argument("--markdown", metavar="FILE", help="write the table as Markdown")
+    typed.set_defaults(handler=_heterogeneous)
 
     table = commands.add_parser(
         "market",
@@ -165,6 +188,41 @@ def _scale(args: argparse.Namespace) -> int:
         "fitted_exponents": exponents,
     }
     _write(args, document, scale.report(rows, args.mechanics))
+    return 0
+
+
+def _heterogeneous(args: argparse.Namespace) -> int:
+    from shockwave.bench import heterogeneous as bench
+    from shockwave.heterogeneous import ClusterSpec, resolve_typed_policy
+
+    check_distinct_paths({"--output": args.output, "--markdown": args.markdown},
+                         {"--throughputs": args.throughputs})  # fmt: skip
+    check_outputs({"--output": args.output, "--markdown": args.markdown})
+    text = args.cluster or bench.DEFAULT_CLUSTER
+    try:
+        cluster = ClusterSpec.parse(text)
+    except ValueError as exc:
+        raise UsageError(f"--cluster {text}: {exc}") from None
+    jobs = bench.DEFAULT_JOBS if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {jobs}")
+    names = (args.policies or ",".join(bench.DEFAULT_POLICIES)).split(",")
+    try:
+        policies = [resolve_typed_policy(n.strip()) for n in names if n.strip()]
+    except ValueError as exc:
+        raise UsageError(f"--policies: {exc}") from None
+    if args.one_type is not None and args.one_type not in cluster.types:
+        raise UsageError(f"--one-type {args.one_type}: not a type of --cluster {cluster}")
+    print(bench.HEADER)
+    print("|" + "---|" * 11, flush=True)
+    try:
+        rows = bench.run(jobs, cluster, args.throughputs, policies, one_type=args.one_type,
+                         echo=lambda r: print(bench.format_row(r), flush=True))  # fmt: skip
+    except ValueError as exc:  # a table without the cluster's types, a job with no type
+        raise DataError(str(exc)) from None
+    document = {"suite": "heterogeneous", "shockwave": __version__,
+                "python": sys.version.split()[0], "seed": bench.SEED, "rows": rows}  # fmt: skip
+    _write(args, document, bench.report(rows))
     return 0
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 from shockwave.cli.paths import check_distinct_paths, write_output
-from shockwave.errors import DataError, TraceError, UsageError
+from shockwave.errors import DataError, OutputError, TraceError, UsageError
 from shockwave.heterogeneous import (
     ClusterSpec,
     HeterogeneousConfig,
@@ -26,6 +27,8 @@ from shockwave.heterogeneous import (
     simulate_heterogeneous,
 )
 
+#: The files ``compare --cluster --plots DIR`` writes.
+PLOT_FILES = ("utilization_by_type.png", "gpu_hours_by_type.png")
 #: Options of the homogeneous simulator that a typed run does not take.
 _UNSUPPORTED = ("actual", "config", "restart_penalty_seconds", "round_overhead_seconds")
 
@@ -52,12 +55,14 @@ def simulate(args: argparse.Namespace) -> int:
 
 def compare(args: argparse.Namespace) -> int:
     """``shockwave compare --cluster SPEC ...``."""
-    if args.plots:
-        raise UsageError("--plots is not available with --cluster yet")
     names = _names([n for n in args.policies.split(",") if n.strip()])
     if len(set(names)) != len(names):
         raise UsageError(f"--policies lists a policy twice: {args.policies}")
     outputs = {"--output": args.output, "--timing": args.timing}
+    if args.plots:
+        outputs.update({f"--plots ({name})": str(Path(args.plots) / name) for name in PLOT_FILES})
+        if Path(args.plots).exists() and not Path(args.plots).is_dir():
+            raise OutputError(f"--plots {args.plots}: exists and is not a directory")
     jobs, config = _prepare(args, outputs)
     results = [_run(jobs, name, config) for name in names]
     for result in results:
@@ -69,18 +74,20 @@ def compare(args: argparse.Namespace) -> int:
         timing = [{"policy": r.policy, "wall_seconds": r.wall_seconds,
                    "policy_seconds_total": r.policy_seconds} for r in results]  # fmt: skip
         _write(args.timing, "--timing", json.dumps(timing, indent=1) + "\n")
+    if args.plots:
+        from shockwave.heterogeneous.plots import write_heterogeneous_plots  # matplotlib
+
+        try:
+            written = write_heterogeneous_plots(results, Path(args.plots))
+        except OSError as exc:
+            raise OutputError(f"--plots {args.plots}: cannot write ({exc.strerror})") from None
+        for path in written:
+            print(f"wrote {path}")
     return 0
 
 
 def render(result: HeterogeneousResult) -> str:
-    by_type = ", ".join(f"{k} {v:.3f}" for k, v in result.utilization_by_type.items())
-    dropped = int(result.dropped.sum())
-    return (
-        f"{result.policy} (Gavel: {result.gavel_policy}) on {result.cluster}, gavel mechanics: "
-        f"makespan {result.makespan:.1f} s, average JCT {result.avg_jct:.1f} s, utilisation "
-        f"{result.utilization:.3f} ({by_type}), {result.rounds} rounds"
-        + (f", {dropped} job(s) dropped" if dropped else "")
-    )
+    return result.summary()
 
 
 def _names(raw: Sequence[str]) -> list[str]:

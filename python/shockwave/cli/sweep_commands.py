@@ -26,7 +26,7 @@ from shockwave.cli import exit_codes
 from shockwave.cli.paths import check_distinct_paths
 from shockwave.errors import DataError, OutputError, UsageError
 from shockwave.sweep.cells import DEFAULT_MAX_CELLS
-from shockwave.sweep.experiments import EXPERIMENTS, spec_file
+from shockwave.sweep.experiments import EXPERIMENTS, NOT_SPECS, spec_file
 from shockwave.sweep.pool import ProcessPool, default_workers
 from shockwave.sweep.runner import Backend, SweepSummary, render_summary, run_sweep
 from shockwave.sweep.sources import FileRef, FileTrace
@@ -69,8 +69,19 @@ def register(subparsers: Any) -> None:
     )
     reproduce.add_argument("name", choices=list(EXPERIMENTS), metavar="NAME",
                            help=f"one of: {', '.join(EXPERIMENTS)}")  # fmt: skip
-    _run_arguments(reproduce, out_required=True)
+    _run_arguments(reproduce, out_required=False)
     _report_arguments(reproduce)
+    typed = reproduce.add_argument_group("heterogeneous (shockwave reproduce heterogeneous)")
+    typed.add_argument("--throughputs", metavar="FILE",
+                       help="a throughput file with v100, p100 and k80 (Gavel's "
+                       "simulation_throughputs.json)")  # fmt: skip
+    typed.add_argument("--gavel-trace", metavar="FILE",
+                       help="Gavel's shared 200-job trace (left out if not given)")  # fmt: skip
+    typed.add_argument("--full", action="store_true",
+                       help="the generated traces at full size (200 and 600 jobs; default 100 "
+                       "and 300)")  # fmt: skip
+    typed.add_argument("--table", metavar="FILE",
+                       help="the Markdown table (default heterogeneous_results.md)")  # fmt: skip
     reproduce.set_defaults(handler=_reproduce)
 
 
@@ -145,6 +156,15 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
+    typed = {"--throughputs": args.throughputs, "--gavel-trace": args.gavel_trace,
+             "--full": args.full, "--table": args.table}  # fmt: skip
+    if args.name in NOT_SPECS:
+        return _reproduce_heterogeneous(args)
+    given = [option for option, value in typed.items() if value]
+    if given:
+        raise UsageError(f"{', '.join(given)}: only for 'reproduce heterogeneous'")
+    if not args.out:
+        raise UsageError("reproduce needs --out DIR")
     backend = _backend(args)
     with spec_file(args.name) as path:
         spec = _load(path, args.max_cells, "NAME")
@@ -157,6 +177,36 @@ def _reproduce(args: argparse.Namespace) -> int:
     if status != exit_codes.OK:
         return status
     return exit_codes.RUN_FAILED if summary.failed else exit_codes.OK
+
+
+def _reproduce_heterogeneous(args: argparse.Namespace) -> int:
+    from shockwave.cli.simulate_commands import check_outputs
+    from shockwave.sweep import heterogeneous
+
+    given = [o for o, v in _run_options(args).items() if v]
+    given += [o for o, v in (("--baseline", args.baseline), ("--no-figures", args.no_figures)) if v]
+    if given:
+        raise UsageError(f"reproduce heterogeneous takes no {', '.join(given)}")
+    if not args.throughputs:
+        raise UsageError("reproduce heterogeneous needs --throughputs FILE (v100, p100, k80)")
+    table = Path(args.table or "heterogeneous_results.md")
+    inputs = {"--throughputs": args.throughputs, "--gavel-trace": args.gavel_trace}
+    check_distinct_paths({"--table": str(table)}, inputs)
+    check_outputs({"--table": str(table)})
+    command = "shockwave reproduce heterogeneous" + (" --full" if args.full else "")
+    print(heterogeneous.HEADER, flush=True)
+    try:
+        heterogeneous.reproduce(
+            args.throughputs, args.gavel_trace, args.full, table, command,
+            echo=lambda r: print(heterogeneous.format_row(r), flush=True),
+        )  # fmt: skip
+    except ValueError as exc:  # TraceError too: a file, a type or a job named
+        raise DataError(str(exc)) from None
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise DataError(f"{where}{exc.strerror or exc}") from None
+    print(f"wrote {table}")
+    return exit_codes.OK
 
 
 def _run_options(args: argparse.Namespace) -> dict[str, Any]:

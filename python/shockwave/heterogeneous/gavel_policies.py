@@ -32,6 +32,7 @@ import numpy as np
 
 from shockwave.errors import RunFailedError
 from shockwave.heterogeneous.cone_program import BlockConeProgram
+from shockwave.heterogeneous.fairness import isolated_shares
 from shockwave.heterogeneous.gavel_programs import (
     finish_time_program,
     max_min_program,
@@ -188,8 +189,7 @@ class TypedFinishTimeFairness(TypedAllocationPolicy):
         thr = state.throughput if self.aware else _reference_speeds(state.throughput)
         n = state.num_active
         counts = state.counts.astype(np.float64)
-        share = (counts[None, :] / n) / state.gang[:, None].astype(np.float64)
-        share = share / np.maximum(share.sum(axis=1), 1.0)[:, None]
+        share = isolated_shares(state.counts, state.gang, n)
         isolated_rate = np.sum(thr * share, axis=1)
         remaining = state.remaining_steps.astype(np.float64)
         ids = state.job_ids.tolist()

@@ -1,4 +1,6 @@
-"""What a heterogeneous simulation reports: makespan, JCTs, utilisation per type."""
+"""What a heterogeneous simulation reports: makespan, JCTs, finish-time fairness, utilisation and
+GPU-hours per type (:class:`HeterogeneousResult`; rho as :mod:`shockwave.heterogeneous.fairness`
+defines it)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.heterogeneous.fairness import heterogeneous_ftf
+from shockwave.metrics import unfair_fraction
+
 if TYPE_CHECKING:
+    import pandas as pd  # imported when a frame is asked for (it takes a while to import)
+
     from shockwave.heterogeneous.engine import HeterogeneousConfig
     from shockwave.heterogeneous.protocol import TypedAllocationPolicy
     from shockwave.heterogeneous.typed_jobs import TypedJobs
@@ -34,6 +41,13 @@ class HeterogeneousResult:
         utilization: busy GPU-seconds over ``GPUs x makespan`` (Gavel's per-GPU mean; GPUs
             shared by a pair of jobs count once).
         utilization_by_type: the same for each type.
+        ftf: finish-time fairness rho of each job, ``JCT / isolated_seconds`` rounded to 5
+            decimals (NaN when dropped); ``isolated_seconds``: the job's runtime on Gavel's
+            isolated (equal) share of the cluster at its mean contention, seconds
+            (:mod:`shockwave.heterogeneous.fairness`).
+        worst_ftf: the largest rho; ``unfair_fraction``: the share of jobs (0..1) with rho
+            above :data:`~shockwave.metrics.UNFAIR_THRESHOLD` (1.05, the homogeneous metric's
+            bar), over the jobs that completed.
         gpu_seconds: ``[i, k]``: GPU-seconds job ``i`` ran on type ``k`` (shared GPUs count for
             each job sharing them).
         lease_extension_share: the fraction of Gavel's lease-extension opportunities (a job of
@@ -59,6 +73,10 @@ class HeterogeneousResult:
     avg_jct: float
     utilization: float
     utilization_by_type: dict[str, float]
+    ftf: FloatArray
+    isolated_seconds: FloatArray
+    worst_ftf: float
+    unfair_fraction: float
     gpu_seconds: FloatArray
     lease_extension_share: float
     rounds: int
@@ -88,6 +106,11 @@ class HeterogeneousResult:
         counts = np.asarray(jobs.cluster.counts, dtype=np.float64)
         busy = busy_seconds
         span = makespan if makespan > 0.0 else 1.0
+        ftf, isolated = heterogeneous_ftf(
+            jct, jobs.total_steps, jobs.throughput, jobs.gang,
+            np.asarray(jobs.cluster.counts, dtype=np.int64), jobs.arrival, completion,
+        )  # fmt: skip
+        rhos = ftf[finished].tolist()
         return cls(
             policy=policy.name,
             gavel_policy=policy.gavel_name,
@@ -107,6 +130,10 @@ class HeterogeneousResult:
                 name: float(busy[k] / (counts[k] * span))
                 for k, name in enumerate(jobs.cluster.types)
             },
+            ftf=ftf,
+            isolated_seconds=isolated,
+            worst_ftf=float(max(rhos)) if rhos else float("nan"),
+            unfair_fraction=unfair_fraction(rhos),
             gpu_seconds=gpu_seconds.copy(),
             lease_extension_share=float(lease_extension_share),
             rounds=rounds,
@@ -133,10 +160,14 @@ class HeterogeneousResult:
             "avg_jct": self.avg_jct,
             "utilization": self.utilization,
             "utilization_by_type": dict(self.utilization_by_type),
+            "worst_ftf": self.worst_ftf,
+            "unfair_fraction": self.unfair_fraction,
             "lease_extension_share": self.lease_extension_share,
             "job_ids": self.job_ids.tolist(),
             "jct": floats(self.jct),
             "completion_time": floats(self.completion),
+            "ftf": floats(self.ftf),
+            "isolated_seconds": floats(self.isolated_seconds),
             "dropped_jobs": self.job_ids[self.dropped].tolist(),
             "gpu_seconds_by_type": {
                 name: self.gpu_seconds[:, k].tolist() for k, name in enumerate(self.types)
@@ -145,3 +176,41 @@ class HeterogeneousResult:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=False) + "\n"
+
+    @property
+    def gpu_hours_by_type(self) -> dict[str, float]:
+        """GPU-hours all jobs ran on each type (shared GPUs count for each job sharing them)."""
+        return {name: float(self.gpu_seconds[:, k].sum() / 3600.0)
+                for k, name in enumerate(self.types)}  # fmt: skip
+
+    def summary(self) -> str:
+        """One line: the policy, the cluster and every aggregate metric."""
+        by_type = ", ".join(f"{k} {v:.3f}" for k, v in self.utilization_by_type.items())
+        dropped = int(self.dropped.sum())
+        return (
+            f"{self.policy} (Gavel: {self.gavel_policy}) on {self.cluster}, gavel mechanics: "
+            f"makespan {self.makespan:.1f} s, average JCT {self.avg_jct:.1f} s, worst rho "
+            f"{self.worst_ftf:.3f}, unfair {100.0 * self.unfair_fraction:.1f} %, utilisation "
+            f"{self.utilization:.3f} ({by_type}), {self.rounds} rounds"
+            + (f", {dropped} job(s) dropped" if dropped else "")
+        )
+
+    def jobs_frame(self) -> pd.DataFrame:
+        """One row per job (trace order): times (s), fairness, GPU-hours on each type
+        (``gpu_hours_<type>``), whether dropped; the conventions of
+        :meth:`shockwave.metrics.SimulationResult.jobs_frame`."""
+        import pandas as pd  # imported lazily: slow to import
+
+        columns: dict[str, Any] = {
+            "job_id": self.job_ids,
+            "arrival_time": self.arrival,
+            "completion_time": self.completion,
+            "jct": self.jct,
+            "isolated_seconds": self.isolated_seconds,
+            "ftf": self.ftf,
+        }
+        for k, name in enumerate(self.types):
+            columns[f"gpu_hours_{name}"] = self.gpu_seconds[:, k] / 3600.0
+        columns["dropped"] = self.dropped
+        frame: pd.DataFrame = pd.DataFrame(columns)
+        return frame

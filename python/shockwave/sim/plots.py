@@ -15,21 +15,28 @@ from shockwave.atomic import atomic_writer
 from shockwave.metrics import SimulationResult, utilization_timeline
 
 
-def _save(figure: Any, path: Path) -> None:
+def save_png(figure: Any, path: Path) -> None:
     """Write ``figure`` as PNG into a temporary file that then replaces ``path`` atomically."""
     with atomic_writer(path, "wb") as out:
         figure.savefig(out, dpi=120, format="png")
 
 
-def write_plots(results: Sequence[SimulationResult], directory: Path) -> list[Path]:
-    """Write ``jct_cdf.png``, ``ftf_cdf.png`` and ``utilization.png`` into ``directory``, each
-    replaced atomically (an interrupted run leaves the previous plots intact)."""
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the ``Agg`` backend; ValueError naming the extra without it."""
     try:
         import matplotlib
     except ModuleNotFoundError:
         raise ValueError("--plots needs matplotlib (pip install 'shockwave[plots]')") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_plots(results: Sequence[SimulationResult], directory: Path) -> list[Path]:
+    """Write ``jct_cdf.png``, ``ftf_cdf.png`` and ``utilization.png`` into ``directory``, each
+    replaced atomically (an interrupted run leaves the previous plots intact)."""
+    plt = pyplot()
 
     directory.mkdir(parents=True, exist_ok=True)
     written = []
@@ -55,7 +62,7 @@ def write_plots(results: Sequence[SimulationResult], directory: Path) -> list[Pa
         axes.legend()
         path = directory / name
         figure.tight_layout()
-        _save(figure, path)
+        save_png(figure, path)
         plt.close(figure)
         written.append(path)
 
@@ -71,7 +78,7 @@ def write_plots(results: Sequence[SimulationResult], directory: Path) -> list[Pa
     axes.legend()
     path = directory / "utilization.png"
     figure.tight_layout()
-    _save(figure, path)
+    save_png(figure, path)
     plt.close(figure)
     written.append(path)
     return written

@@ -20,7 +20,12 @@ EXPERIMENTS: dict[str, str] = {
     "re-plan period, one at a time, against gavel",
     "large": "1,000 to 20,000 generated jobs on 256 to 6,500 GPUs: shockwave against every "
     "baseline",
+    "heterogeneous": "Gavel's trace and generated static traces on 12:12:12 and 36:36:36 "
+    "(v100:p100:k80): every typed policy, aware and agnostic (needs --throughputs; not a sweep "
+    "spec: a table, --table)",
 }
+#: Experiments that are not sweep specs (their own runner).
+NOT_SPECS = ("heterogeneous",)
 
 
 @contextlib.contextmanager

@@ -147,11 +147,11 @@ TYPED_METRICS = (
 def _with_cluster(schema: pa.Schema, extra: Sequence[pa.Field]) -> pa.Schema:
     """``schema`` with ``cluster`` after ``gpus`` and ``extra`` after the metrics (before the
     measurements of a results schema, at the end of a per-job one)."""
-    names = schema.names
-    at = names.index("gpus") + 1
-    fields = [*schema][:at] + [CLUSTER_FIELD] + [*schema][at:]
-    end = names.index("timing_cell_seconds") + 1 if "timing_cell_seconds" in names else None
-    cut = len(fields) if end is None else end  # index shifted by the cluster field
+    given = list(schema)
+    at = schema.names.index("gpus") + 1
+    fields = [*given[:at], CLUSTER_FIELD, *given[at:]]
+    names = [f.name for f in fields]
+    cut = names.index("timing_cell_seconds") if "timing_cell_seconds" in names else len(fields)
     return pa.schema([*fields[:cut], *extra, *fields[cut:]])
 
 

@@ -1,11 +1,13 @@
 """A cell of a sweep: one simulation, and the key that identifies it.
 
-A cell is one workload on one cluster size under one policy (with its parameters), one
-mechanics, one set of simulation settings and one seed. Its **key** is the SHA-256 of the
-canonical JSON of everything that determines its result: the workload's identity
-(:mod:`shockwave.sweep.sources`), GPUs, policy, its parameters (only those that differ from the
-policy's defaults, with the policy's own types), mechanics, every simulation setting, the seed
-and the package version. Labels (a trace's name) are not in the key; a new package version is.
+A cell is one workload on one cluster (a number of identical GPUs, or a typed cluster such as
+``v100:12,p100:12,k80:12``) under one policy (with its parameters), one mechanics, one set of
+simulation settings and one seed. Its **key** is the SHA-256 of the canonical JSON of everything
+that determines its result: the workload's identity (:mod:`shockwave.sweep.sources`), GPUs, the
+typed cluster (only for a typed cell: the keys of homogeneous cells are those they always had),
+policy, its parameters (only those that differ from the policy's defaults, with the policy's own
+types), mechanics, every simulation setting, the seed and the package version. Labels (a trace's
+name) are not in the key; a new package version is.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shockwave import __version__
+from shockwave.heterogeneous import HeterogeneousConfig
 from shockwave.scheduling import SimulationConfig
 from shockwave.sweep.sources import TraceSource
 
@@ -30,6 +33,17 @@ SIMULATION_DEFAULTS: dict[str, Any] = {
     "throughput_noise": SimulationConfig.throughput_noise,
     "recompute_interval_seconds": SimulationConfig.recompute_interval_seconds,
     "max_rounds": SimulationConfig.max_rounds,
+}
+
+
+#: The settings of a typed cell (a spec that names a cluster) with their defaults, those of the
+#: heterogeneous simulator (:class:`~shockwave.heterogeneous.HeterogeneousConfig`: Gavel's 360 s
+#: rounds and 1,920 s between resets, as ``shockwave simulate --cluster``); every typed cell
+#: holds all three.
+TYPED_SIMULATION_DEFAULTS: dict[str, Any] = {
+    "round_seconds": HeterogeneousConfig.round_seconds,
+    "recompute_interval_seconds": HeterogeneousConfig.recompute_interval_seconds,
+    "max_rounds": HeterogeneousConfig.max_rounds,
 }
 
 
@@ -57,14 +71,17 @@ class Cell:
         trace_seed: the generator's seed (``None`` for a file).
         source: where the workload comes from.
         jobs: jobs in the workload (orders the cells: largest first).
-        gpus: GPUs in the cluster.
+        gpus: GPUs in the cluster (of every type, for a typed cell).
         policy: a built-in policy's name.
         parameters: the policy's parameters that differ from its defaults.
         mechanics: ``"exact"`` or ``"gavel"``.
         simulation: every setting of :data:`SIMULATION_DEFAULTS`, and any other setting of
-            the spec's ``[simulation]`` that differs from its default.
-        seed: the simulation's seed (throughput noise).
+            the spec's ``[simulation]`` that differs from its default (for a typed cell: every
+            setting of :data:`TYPED_SIMULATION_DEFAULTS`).
+        seed: the simulation's seed (throughput noise; for a typed cell, Gavel's ``--seed``).
         version: the package version that runs it.
+        cluster: the typed cluster (``v100:12,p100:12,k80:12``), run by the heterogeneous
+            simulator; ``None`` for ``gpus`` identical GPUs.
         key: the cell's key (module notes); computed.
     """
 
@@ -80,10 +97,11 @@ class Cell:
     simulation: Mapping[str, Any]
     seed: int
     version: str = __version__
+    cluster: str | None = None
     key: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        identity = {
+        identity: dict[str, Any] = {
             "version": self.version,
             "workload": self.source.identity(),
             "gpus": self.gpus,
@@ -93,6 +111,8 @@ class Cell:
             "simulation": dict(self.simulation),
             "seed": self.seed,
         }
+        if self.cluster is not None:
+            identity["cluster"] = self.cluster
         digest = hashlib.sha256(canonical_json(identity).encode()).hexdigest()
         object.__setattr__(self, "key", digest)
 
@@ -109,6 +129,14 @@ class Cell:
             **self.simulation,
         )
 
+    def typed_config(self) -> HeterogeneousConfig:
+        """A typed cell's configuration (the heterogeneous simulator's).
+
+        Raises:
+            ValueError: naming a bad setting.
+        """
+        return HeterogeneousConfig(seed=self.seed, **self.simulation)
+
     @property
     def parameters_json(self) -> str:
         """The parameters as canonical JSON (the ``parameters`` column)."""
@@ -122,20 +150,20 @@ class Cell:
     def describe(self) -> str:
         """A one-line description for messages."""
         params = f" {self.parameters_json}" if self.parameters else ""
-        return (
-            f"{self.trace} on {self.gpus} GPUs, {self.policy}{params}, {self.mechanics}, "
-            f"seed {self.seed}"
-        )
+        where = self.cluster if self.cluster is not None else f"{self.gpus} GPUs"
+        return f"{self.trace} on {where}, {self.policy}{params}, {self.mechanics}, seed {self.seed}"
 
 
 def labels(cell: Cell) -> dict[str, Any]:
-    """The input columns of a cell's rows (shared by the results and the per-job rows)."""
+    """The input columns of a cell's rows (shared by the results and the per-job rows;
+    ``cluster`` is written only in the datasets' typed parts)."""
     return {
         "key": cell.key,
         "trace": cell.trace,
         "trace_family": cell.trace_family,
         "trace_seed": cell.trace_seed,
         "gpus": cell.gpus,
+        "cluster": cell.cluster,
         "policy": cell.policy,
         "parameters": cell.parameters_json,
         "mechanics": cell.mechanics,

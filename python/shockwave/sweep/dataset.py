@@ -10,6 +10,15 @@ A sweep's output directory holds
   input columns and :meth:`SimulationResult.jobs_frame
   <shockwave.metrics.SimulationResult.jobs_frame>`.
 
+A batch that holds typed cells (a cluster of several GPU types) is written with
+:data:`TYPED_RESULTS_SCHEMA` and :data:`TYPED_JOBS_SCHEMA`: the same columns, in the same order,
+and the typed ones (``cluster`` after ``gpus``, then :data:`TYPED_METRICS` and the per-job
+``isolated_seconds`` and ``gpu_hours_by_type``); a column the heterogeneous simulator does not
+report (``median_jct``, ``p99_jct``, ``ftf_themis``, ...) is null there. A batch of homogeneous
+cells is written exactly as before typed clusters existed (:data:`RESULTS_SCHEMA`, not a column
+more). Readers that gather the parts (:func:`read_results`, :func:`load_jobs`) fill the typed
+columns of homogeneous rows with nulls.
+
 Each is a directory of part files, ``part-<batch>.parquet``, one per batch of cells, each written
 whole through :func:`shockwave.atomic.atomic_write_bytes` (a temporary file renamed into place):
 a reader sees a part entirely or not at all. A batch writes its per-job part first and its
@@ -29,7 +38,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -119,6 +128,45 @@ JOBS_SCHEMA = pa.schema(
     ]
 )
 
+#: The typed cluster's column (``v100:12,p100:12,k80:12``), after ``gpus`` in typed parts.
+CLUSTER_FIELD = pa.field("cluster", pa.string())
+
+#: The metrics only a typed cell reports (keys of ``HeterogeneousResult.to_dict()``): Gavel's
+#: name of the policy, its lease-extension share (0..1), the utilisation of each type (0..1),
+#: each job's isolated runtime on Gavel's equal share (s, the denominator of its rho) and the
+#: GPU-seconds of each job on each type (lists in ``job_ids`` order).
+TYPED_METRICS = (
+    pa.field("gavel_policy", pa.string()),
+    pa.field("lease_extension_share", pa.float64()),
+    pa.field("utilization_by_type", pa.map_(pa.string(), pa.float64())),
+    pa.field("isolated_seconds", pa.list_(pa.float64())),
+    pa.field("gpu_seconds_by_type", pa.map_(pa.string(), pa.list_(pa.float64()))),
+)
+
+
+def _with_cluster(schema: pa.Schema, extra: Sequence[pa.Field]) -> pa.Schema:
+    """``schema`` with ``cluster`` after ``gpus`` and ``extra`` after the metrics (before the
+    measurements of a results schema, at the end of a per-job one)."""
+    given = list(schema)
+    at = schema.names.index("gpus") + 1
+    fields = [*given[:at], CLUSTER_FIELD, *given[at:]]
+    names = [f.name for f in fields]
+    cut = names.index("timing_cell_seconds") if "timing_cell_seconds" in names else len(fields)
+    return pa.schema([*fields[:cut], *extra, *fields[cut:]])
+
+
+#: One row per typed cell (module notes): :data:`RESULTS_SCHEMA`, ``cluster``, the typed metrics.
+TYPED_RESULTS_SCHEMA = _with_cluster(RESULTS_SCHEMA, TYPED_METRICS)
+#: One row per job of a typed cell: :data:`JOBS_SCHEMA`, ``cluster``, the job's isolated
+#: runtime (s) and its GPU-hours on each type.
+TYPED_JOBS_SCHEMA = _with_cluster(
+    JOBS_SCHEMA,
+    (
+        pa.field("isolated_seconds", pa.float64()),
+        pa.field("gpu_hours_by_type", pa.map_(pa.string(), pa.float64())),
+    ),
+)
+
 
 class ResultStore:
     """The two datasets of a sweep's output directory (module notes).
@@ -172,13 +220,16 @@ class ResultStore:
             return
         self._sequence += 1
         batch = f"{time.time_ns():020d}-{os.getpid()}-{self._sequence:06d}"
+        typed = any(o.row.get("cluster") is not None for o in outcomes)
+        results_schema = TYPED_RESULTS_SCHEMA if typed else RESULTS_SCHEMA
+        jobs_schema = TYPED_JOBS_SCHEMA if typed else JOBS_SCHEMA
         jobs = [o.jobs for o in outcomes if o.jobs is not None]
         if jobs:
-            columns = {f.name: [v for j in jobs for v in j[f.name]] for f in JOBS_SCHEMA}
-            _write(self.jobs / f"part-{batch}.parquet", pa.table(columns, schema=JOBS_SCHEMA))
+            columns = {f.name: [v for j in jobs for v in _column(j, f.name)] for f in jobs_schema}
+            _write(self.jobs / f"part-{batch}.parquet", pa.table(columns, schema=jobs_schema))
         rows = [o.row for o in outcomes]
-        columns = {f.name: [row.get(f.name) for row in rows] for f in RESULTS_SCHEMA}
-        _write(self.results / f"part-{batch}.parquet", pa.table(columns, schema=RESULTS_SCHEMA))
+        columns = {f.name: [row.get(f.name) for row in rows] for f in results_schema}
+        _write(self.results / f"part-{batch}.parquet", pa.table(columns, schema=results_schema))
 
     def _remove_orphans(self) -> None:
         """Delete per-job parts without their results part, and temporary files of a kill."""
@@ -190,6 +241,13 @@ class ResultStore:
             for temporary in directory.glob(".part-*.tmp"):
                 with contextlib.suppress(OSError):
                     temporary.unlink()
+
+
+def _column(jobs: dict[str, list[Any]], name: str) -> list[Any]:
+    """A per-job column of a cell, nulls where its simulator does not report it."""
+    if name in jobs:
+        return jobs[name]
+    return [None] * len(jobs["job_id"])
 
 
 def _write(path: Path, table: pa.Table) -> None:

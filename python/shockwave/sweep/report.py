@@ -11,6 +11,11 @@ first policy). Generated traces drawn with several seeds also get a table **over
 policy setting, the mean of the per-seed ratios and their range. Wall time is a measurement,
 shown apart from the metrics and never as a ratio. Failed cells are listed with their error.
 
+Typed cells (a cluster of several GPU types) are grouped by their cluster
+(``v100:12,p100:12,k80:12``) where homogeneous ones are by their GPUs; their tables add the
+utilisation of each type, and a metric the heterogeneous simulator does not report (the 99th
+percentile JCT) reads ``n/a``.
+
 When the directory has a manifest (``sweep.json``, written by ``shockwave sweep``), the report
 covers the cells of the sweep last run there, in its order; otherwise every recorded cell. The
 tables over seeds come first, then one per trace.
@@ -29,7 +34,7 @@ from typing import Any
 import pandas as pd
 
 from shockwave.atomic import atomic_write_text
-from shockwave.sweep.cells import SIMULATION_DEFAULTS
+from shockwave.sweep.cells import SIMULATION_DEFAULTS, TYPED_SIMULATION_DEFAULTS
 from shockwave.sweep.dataset import read_results
 from shockwave.sweep.runner import read_manifest
 
@@ -42,8 +47,27 @@ METRICS: tuple[tuple[str, str, str, float], ...] = (
     ("unfair_fraction", "unfair %", "{:.1f}", 100.0),
     ("utilization", "util %", "{:.1f}", 100.0),
 )
-#: The columns that make a group (a table): everything but the policy and its parameters.
+#: The columns that make a group (a table): everything but the policy and its parameters
+#: (and ``cluster`` after ``gpus`` where the results hold typed cells).
 GROUP_COLUMNS = ("trace", "gpus", "mechanics", "simulation", "seed")
+
+
+def _with_cluster(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """``columns``, with ``cluster`` after ``gpus`` when ``frame`` has typed cells."""
+    out = list(columns)
+    if "cluster" in frame.columns:
+        out.insert(out.index("gpus") + 1, "cluster")
+    return out
+
+
+def _cluster_of(row: pd.Series | dict[str, Any]) -> str | None:
+    value = row.get("cluster")
+    return value if isinstance(value, str) else None
+
+
+def _where(gpus: Any, cluster: Any) -> str:
+    """``32 GPUs``, or the typed cluster."""
+    return cluster if isinstance(cluster, str) else f"{gpus} GPUs"
 
 
 @dataclass(frozen=True)
@@ -141,8 +165,9 @@ def _config_label(row: pd.Series) -> str:
     return f"{row.policy} " + ", ".join(f"{k}={v}" for k, v in parameters.items())
 
 
-def _settings_label(simulation: str, seed: int) -> str:
-    changed = {k: v for k, v in json.loads(simulation).items() if SIMULATION_DEFAULTS.get(k) != v}
+def _settings_label(simulation: str, seed: int, typed: bool = False) -> str:
+    defaults = TYPED_SIMULATION_DEFAULTS if typed else SIMULATION_DEFAULTS
+    changed = {k: v for k, v in json.loads(simulation).items() if defaults.get(k) != v}
     parts = [f"{k}={v}" for k, v in changed.items()]
     if seed:
         parts.append(f"seed {seed}")
@@ -165,11 +190,18 @@ def _pick_baseline(rows: pd.DataFrame, baseline: str) -> pd.Series | None:
 def _groups(frame: pd.DataFrame, baseline: str) -> list[Group]:
     groups = []
     slugs: set[str] = set()
-    for values, rows in frame.groupby(list(GROUP_COLUMNS), sort=False):
-        trace, gpus, mechanics, simulation, seed = values
-        extra = _settings_label(str(simulation), int(str(seed)))
-        title = f"{trace}, {gpus} GPUs, {mechanics} mechanics" + (f", {extra}" if extra else "")
-        slug = _slug(f"{trace}-{gpus}g-{mechanics}-{extra}")
+    for values, rows in frame.groupby(
+        _with_cluster(frame, GROUP_COLUMNS), sort=False, dropna=False
+    ):
+        named = dict(zip(_with_cluster(frame, GROUP_COLUMNS), values, strict=True))
+        trace, gpus, mechanics = named["trace"], named["gpus"], named["mechanics"]
+        cluster = _cluster_of(named)
+        extra = _settings_label(str(named["simulation"]), int(str(named["seed"])), bool(cluster))
+        title = f"{trace}, {_where(gpus, cluster)}, {mechanics} mechanics" + (
+            f", {extra}" if extra else ""
+        )
+        size = cluster.replace(":", "x") if cluster else f"{gpus}g"
+        slug = _slug(f"{trace}-{size}-{mechanics}-{extra}")
         while slug in slugs:
             slug += "-x"
         slugs.add(slug)
@@ -181,9 +213,11 @@ def _families(frame: pd.DataFrame, baseline: str) -> list[tuple[str, str, pd.Dat
     """Tables over generator seeds: (title, slug, one row per setting with mean ratios)."""
     out = []
     seeded = frame[frame.trace_seed.notna()]
-    keys = ["trace_family", "gpus", "mechanics", "simulation", "seed"]
-    for values, rows in seeded.groupby(keys, sort=False):
-        family, gpus, mechanics, simulation, seed = values
+    keys = _with_cluster(frame, ["trace_family", "gpus", "mechanics", "simulation", "seed"])
+    for values, rows in seeded.groupby(keys, sort=False, dropna=False):
+        named = dict(zip(keys, values, strict=True))
+        family, gpus, mechanics = named["trace_family"], named["gpus"], named["mechanics"]
+        simulation, seed, cluster = named["simulation"], named["seed"], _cluster_of(named)
         if rows.trace_seed.nunique() < 2:
             continue
         ratios = []
@@ -201,12 +235,13 @@ def _families(frame: pd.DataFrame, baseline: str) -> list[tuple[str, str, pd.Dat
             continue
         table = pd.DataFrame(ratios)
         seeds = sorted(int(s) for s in rows.trace_seed.unique())
-        extra = _settings_label(str(simulation), int(seed))
+        extra = _settings_label(str(simulation), int(seed), bool(cluster))
         title = (
-            f"{family}, {gpus} GPUs, {mechanics} mechanics, over seeds "
+            f"{family}, {_where(gpus, cluster)}, {mechanics} mechanics, over seeds "
             f"{', '.join(map(str, seeds))}" + (f", {extra}" if extra else "")
         )
-        out.append((title, _slug(f"{family}-{gpus}g-{mechanics}-{extra}-seeds"), table))
+        size = cluster.replace(":", "x") if cluster else f"{gpus}g"
+        out.append((title, _slug(f"{family}-{size}-{mechanics}-{extra}-seeds"), table))
     return out
 
 
@@ -215,6 +250,8 @@ def _ratio(value: float, base: float) -> float:
 
 
 def _cell(value: float, fmt: str, scale: float, ratio: float | None) -> str:
+    if not math.isfinite(value):
+        return "n/a"
     text = fmt.format(value * scale)
     if ratio is not None and math.isfinite(ratio):
         text += f" ({ratio:.2f}x)"
@@ -260,7 +297,8 @@ def render_markdown(
             for column, _, fmt, scale in METRICS:
                 low, high = rows[f"{column}_ratio"].min(), rows[f"{column}_ratio"].max()
                 mean = float(rows[f"{column}_ratio"].mean())
-                text = fmt.format(float(rows[column].mean()) * scale)
+                average = float(rows[column].mean())
+                text = fmt.format(average * scale) if math.isfinite(average) else "n/a"
                 if math.isfinite(mean):
                     text += f" ({mean:.2f}x, {low:.2f}-{high:.2f})"
                 cells.append(text)
@@ -271,6 +309,7 @@ def render_markdown(
     for group in groups:
         lines += [f"## {group.title}", ""]
         body = []
+        typed = _cluster_of(group.rows.iloc[0]) is not None
         for _, row in group.rows.iterrows():
             cells = [_config_label(row)]
             for column, _, fmt, scale in METRICS:
@@ -278,9 +317,14 @@ def render_markdown(
                 if group.baseline is not None and row.key != group.baseline.key:
                     ratio = _ratio(float(row[column]), float(group.baseline[column]))
                 cells.append(_cell(float(row[column]), fmt, scale, ratio))
+            if typed:
+                cells.append(
+                    ", ".join(f"{k} {100 * float(v):.1f}" for k, v in row.utilization_by_type)
+                )
             cells.append(f"{float(row.timing_wall_seconds):.2f}")
             body.append(cells)
-        lines += _markdown_table(header, body)
+        columns = [*header[:-1], "util % by type", header[-1]] if typed else header
+        lines += _markdown_table(columns, body)
         if group.baseline is None:
             lines += ["", f"(`{baseline}` did not run here: no ratios.)"]
         lines += [""] + [f"![{image}]({image})" for image in images.get(group.slug, [])]
@@ -288,7 +332,13 @@ def render_markdown(
     if not failed.empty:
         lines += ["## Failed cells", ""]
         listed = [
-            [str(r.trace), str(r.gpus), _config_label(r), str(r.mechanics), str(r.error)]
+            [
+                str(r.trace),
+                _cluster_of(r) or str(r.gpus),
+                _config_label(r),
+                str(r.mechanics),
+                str(r.error),
+            ]
             for _, r in failed.iterrows()
         ]
         lines += _markdown_table(["trace", "GPUs", "policy", "mechanics", "error"], listed)

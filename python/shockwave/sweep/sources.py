@@ -10,6 +10,11 @@ from its path (its hash checked first); on a Ray cluster, whose nodes may not se
 driver ships the bytes (``shipped``) and the worker writes them to a temporary directory once
 and reads them from there, with the same reader as ``shockwave simulate``. The last workload
 loaded stays cached in the worker process, so consecutive cells of one trace load it once.
+A typed cell (a cluster of several GPU types) loads its jobs with :func:`load_typed_source`, as
+``shockwave simulate --cluster`` does: a ``.trace`` by
+:func:`~shockwave.heterogeneous.read_typed_trace`, a generated trace by
+:func:`~shockwave.heterogeneous.typed_jobs_from_workload`, with every type of the throughput
+file.
 """
 
 from __future__ import annotations
@@ -24,6 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from shockwave.atomic import atomic_write_bytes
+from shockwave.heterogeneous import (
+    ClusterSpec,
+    TypedJobs,
+    TypedThroughputTable,
+    read_typed_trace,
+    typed_jobs_from_workload,
+)
 from shockwave.traces import GeneratorParameters, generate_workload, load_workload
 from shockwave.traces.generator_parameters import (
     PARAMETER_DEFAULTS,
@@ -185,6 +197,41 @@ def load_source(source: TraceSource, shipped: Mapping[str, bytes] | None = None)
     _CACHE.clear()
     _CACHE[ident] = workload
     return workload
+
+
+#: The typed jobs loaded last in this process, by source identity and cluster.
+_TYPED_CACHE: dict[str, TypedJobs] = {}
+
+
+def load_typed_source(
+    source: TraceSource, cluster: str, shipped: Mapping[str, bytes] | None = None
+) -> TypedJobs:
+    """The jobs of ``source`` on the typed ``cluster`` (see the module notes), cached for the
+    next cell. The source's throughputs are a file holding every type of the cluster.
+
+    Raises:
+        ValueError: when a file changed since the spec was read, or naming the type or the job
+            the throughput file cannot serve; :class:`~shockwave.errors.TraceError` for a
+            malformed trace.
+        OSError: when a file cannot be read.
+    """
+    ident = repr((source.identity(), cluster))
+    cached = _TYPED_CACHE.get(ident)
+    if cached is not None:
+        return cached
+    if not isinstance(source.throughputs, FileRef):
+        raise ValueError("a typed cluster needs a throughput file with each of its types")
+    paths = {ref.sha256: _local_path(ref, shipped) for ref in source.files()}
+    table_path = paths[source.throughputs.sha256]
+    table = TypedThroughputTable.from_file(table_path)
+    spec = ClusterSpec.parse(cluster)
+    if isinstance(source, FileTrace):
+        jobs = read_typed_trace(paths[source.file.sha256], table, spec)
+    else:
+        jobs = typed_jobs_from_workload(generate_workload(source.build(table_path)), table, spec)
+    _TYPED_CACHE.clear()
+    _TYPED_CACHE[ident] = jobs
+    return jobs
 
 
 def _local_path(ref: FileRef, shipped: Mapping[str, bytes] | None) -> str:

@@ -21,6 +21,18 @@
     [params.shockwave]                     # optional grid per policy: the product is swept;
     planning_rounds = [10, 20, 40]         # [[params.shockwave]] tables: the union of grids
 
+A spec whose traces name a **cluster** instead of ``gpus`` (``cluster =
+"v100:12,p100:12,k80:12"``, or a list: each is a cell) is a *typed* sweep: every cell runs the
+heterogeneous simulator (:func:`shockwave.heterogeneous.simulate_heterogeneous`, Gavel's
+mechanics) on that cluster with the trace's throughput file, which must hold every type of it.
+Its policies are the typed ones (:data:`shockwave.heterogeneous.TYPED_POLICIES`, ``NAME-agnostic``
+included), its ``mechanics`` can only be ``["gavel"]`` (the default there), it has no
+``[params]`` (typed policies have no parameters), and its ``[simulation]`` takes the
+heterogeneous simulator's settings (:data:`~shockwave.sweep.cells.TYPED_SIMULATION_DEFAULTS`).
+One spec does not mix ``gpus`` and ``cluster``: the two simulators take different policies and
+settings, so a spec that names a cluster on one trace and ``gpus`` on another is refused, naming
+the key (run two specs into two directories).
+
 The file is read by :mod:`shockwave.config_file`, with the rules of every configuration file
 (``--config`` too): ``.toml`` or ``.json``, the ``[simulation]`` table's keys are
 :class:`~shockwave.scheduling.SimulationConfig`'s settings and a ``[params.POLICY]`` table's
@@ -38,6 +50,7 @@ found, and the key.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import itertools
 import math
@@ -61,10 +74,24 @@ from shockwave.config_file import (
     settings_table,
 )
 from shockwave.errors import JobFieldError, TraceError
+from shockwave.heterogeneous import (
+    TYPED_POLICIES,
+    ClusterSpec,
+    HeterogeneousConfig,
+    TypedThroughputTable,
+    read_typed_trace,
+    resolve_typed_policy,
+)
 from shockwave.policies import make_policy, policy_parameters, resolve_policy_name
 from shockwave.scheduling import MECHANICS, SimulationConfig
 from shockwave.sim import Simulation
-from shockwave.sweep.cells import DEFAULT_MAX_CELLS, SIMULATION_DEFAULTS, Cell, canonical_json
+from shockwave.sweep.cells import (
+    DEFAULT_MAX_CELLS,
+    SIMULATION_DEFAULTS,
+    TYPED_SIMULATION_DEFAULTS,
+    Cell,
+    canonical_json,
+)
 from shockwave.sweep.sources import FileRef, FileTrace, GeneratedTrace, Throughputs, TraceSource
 from shockwave.throughputs import BUNDLED_THROUGHPUTS, ThroughputTable
 from shockwave.traces import load_workload
@@ -76,7 +103,7 @@ from shockwave.traces.generator_parameters import (
 )
 
 TOP_KEYS = ("name", "policies", "mechanics", "seeds", "baseline", "simulation", "traces", "params")
-TRACE_KEYS = ("name", "path", "throughputs", "gpus", "generate")
+TRACE_KEYS = ("name", "path", "throughputs", "gpus", "cluster", "generate")
 GENERATE_KEYS = ("jobs", "gpus", *PARAMETER_DEFAULTS)
 
 #: Where the simulation's fields that ``[simulation]`` does not take are set in a spec.
@@ -104,7 +131,9 @@ class TraceEntry:
         trace_seed: the generator's seed, or ``None`` for a file.
         source: the workload.
         jobs: its number of jobs.
-        gpus: the cluster sizes it runs on.
+        gpus: the cluster sizes it runs on (for typed clusters: each one's GPUs of every type).
+        clusters: the typed clusters it runs on (``v100:12,p100:12,k80:12``, one per ``gpus``
+            entry), or ``()`` for identical GPUs.
     """
 
     label: str
@@ -113,6 +142,13 @@ class TraceEntry:
     source: TraceSource
     jobs: int
     gpus: tuple[int, ...]
+    clusters: tuple[str, ...] = ()
+
+    def sizes(self) -> list[tuple[int, str | None]]:
+        """``(GPUs, typed cluster or None)`` of each cluster the trace runs on."""
+        if self.clusters:
+            return list(zip(self.gpus, self.clusters, strict=True))
+        return [(g, None) for g in self.gpus]
 
 
 @dataclass(frozen=True)
@@ -131,7 +167,9 @@ class SweepSpec:
         parameters: per policy, every parameter setting swept (non-default values only).
         simulation: every combination of the ``[simulation]`` settings (the settings of
             :data:`~shockwave.sweep.cells.SIMULATION_DEFAULTS` filled, any other one given
-            that differs from its default).
+            that differs from its default; in a typed spec, those of
+            :data:`~shockwave.sweep.cells.TYPED_SIMULATION_DEFAULTS`).
+        typed: whether the traces name typed clusters (module notes).
     """
 
     path: Path
@@ -144,15 +182,16 @@ class SweepSpec:
     traces: tuple[TraceEntry, ...]
     parameters: Mapping[str, tuple[Mapping[str, Any], ...]]
     simulation: tuple[Mapping[str, Any], ...]
+    typed: bool = False
 
     def cells(self) -> list[Cell]:
-        """Every simulation of the grid in the spec's order (traces, GPUs, mechanics, policies,
-        parameter settings, simulation settings, seeds), each once: settings that coincide,
-        such as a default written out, give one cell."""
+        """Every simulation of the grid in the spec's order (traces, GPUs or clusters,
+        mechanics, policies, parameter settings, simulation settings, seeds), each once:
+        settings that coincide, such as a default written out, give one cell."""
         cells: dict[str, Cell] = {}
         for trace in self.traces:
-            for gpus, mechanics, policy in itertools.product(
-                trace.gpus, self.mechanics, self.policies
+            for (gpus, cluster), mechanics, policy in itertools.product(
+                trace.sizes(), self.mechanics, self.policies
             ):
                 for parameters, simulation, seed in itertools.product(
                     self.parameters[policy], self.simulation, self.seeds
@@ -169,6 +208,7 @@ class SweepSpec:
                         mechanics=mechanics,
                         simulation=simulation,
                         seed=seed,
+                        cluster=cluster,
                     )
                     cells.setdefault(cell.key, cell)
         return list(cells.values())
@@ -200,21 +240,21 @@ def _checked(doc: ConfigDocument, max_cells: int) -> SweepSpec:
     data = doc.data
     check_keys(doc, (), data, TOP_KEYS)
     _check_size(doc, data, max_cells)
+    typed_at = _first_cluster(data)
+    if typed_at is not None:
+        return _typed(doc, typed_at)
     policies = tuple(_policies(doc, _required(doc, data, "policies")))
     mechanics = tuple(_strings(doc, ("mechanics",), data.get("mechanics", ["exact"])))
     for m in mechanics:
         if m not in MECHANICS:
             raise doc.error(("mechanics",), f"unknown mechanics {m!r} (choose from {MECHANICS})")
     _no_repeats(doc, ("mechanics",), mechanics)
-    seeds = tuple(_integers(doc, ("seeds",), data.get("seeds", [0]), low=0))
-    _no_repeats(doc, ("seeds",), seeds)
-    name = data.get("name", doc.path.stem)
-    if not isinstance(name, str):
-        raise doc.error(("name",), f"must be a string, got {name!r}")
+    seeds = _seeds(doc, data)
+    name = _name(doc, data)
     baseline = data.get("baseline")
     if baseline is not None:
         baseline = _policy_in(doc, ("baseline",), baseline, policies)
-    traces = _traces(doc, _required(doc, data, "traces"), mechanics)
+    traces = _traces(doc, _required(doc, data, "traces"), mechanics, typed_at=None)
     parameters = _parameters(doc, data.get("params", {}), policies)
     simulation = _simulation(doc, data.get("simulation", {}))
     _check_configs(doc, traces, mechanics, seeds, simulation)
@@ -230,6 +270,207 @@ def _checked(doc: ConfigDocument, max_cells: int) -> SweepSpec:
         parameters=parameters,
         simulation=simulation,
     )
+
+
+def _seeds(doc: ConfigDocument, data: Mapping[str, Any]) -> tuple[int, ...]:
+    seeds = tuple(_integers(doc, ("seeds",), data.get("seeds", [0]), low=0))
+    _no_repeats(doc, ("seeds",), seeds)
+    return seeds
+
+
+def _name(doc: ConfigDocument, data: Mapping[str, Any]) -> str:
+    name = data.get("name", doc.path.stem)
+    if not isinstance(name, str):
+        raise doc.error(("name",), f"must be a string, got {name!r}")
+    return name
+
+
+# ---------------------------------------------------------------------- typed clusters
+def _first_cluster(data: Mapping[str, Any]) -> KeyPath | None:
+    """Where the spec first names a typed cluster (``traces[i].cluster``), if it does."""
+    traces = data.get("traces")
+    for index, table in enumerate(traces if isinstance(traces, list) else ()):
+        if isinstance(table, dict) and "cluster" in table:
+            return ("traces", index, "cluster")
+    return None
+
+
+def _typed(doc: ConfigDocument, typed_at: KeyPath) -> SweepSpec:
+    """A spec whose traces name typed clusters (module notes), checked."""
+    data = doc.data
+    named = _dotted(typed_at)
+    policies = tuple(_typed_policies(doc, _required(doc, data, "policies")))
+    mechanics = tuple(_strings(doc, ("mechanics",), data.get("mechanics", ["gavel"])))
+    if mechanics != ("gavel",):
+        raise doc.error(
+            ("mechanics",),
+            f"a spec that names a cluster ({named}) runs the heterogeneous simulator, Gavel's "
+            f'mechanics only: mechanics = ["gavel"] (or leave it out), got {list(mechanics)}',
+        )
+    if "params" in data:
+        raise doc.error(
+            ("params",),
+            f"the policies of a typed cluster ({named}) have no parameters to sweep",
+        )
+    seeds = _seeds(doc, data)
+    name = _name(doc, data)
+    baseline = data.get("baseline")
+    if baseline is not None:
+        baseline = _typed_policy(doc, ("baseline",), baseline)
+        if baseline not in policies:
+            raise doc.error(("baseline",), f"policy {baseline!r} is not in policies")
+    traces = _traces(doc, _required(doc, data, "traces"), mechanics, typed_at=typed_at)
+    simulation = _typed_simulation(doc, data.get("simulation", {}))
+    for settings, seed in itertools.product(simulation, seeds):
+        try:
+            HeterogeneousConfig(seed=seed, **settings)
+        except (ValueError, TypeError) as exc:
+            raise doc.error(("simulation",), str(exc)) from None
+    return SweepSpec(
+        path=doc.path,
+        text=doc.text,
+        name=name,
+        policies=policies,
+        mechanics=mechanics,
+        seeds=seeds,
+        baseline=baseline,
+        traces=traces,
+        parameters={p: ({},) for p in policies},
+        simulation=simulation,
+        typed=True,
+    )
+
+
+def _dotted(key: KeyPath) -> str:
+    text = ""
+    for part in key:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _typed_policy(doc: ConfigDocument, where: KeyPath, name: Any) -> str:
+    if not isinstance(name, str):
+        raise doc.error(where, f"must be a policy name, got {name!r}")
+    try:
+        return resolve_typed_policy(name)
+    except ValueError as exc:
+        close = difflib.get_close_matches(name, list(TYPED_POLICIES), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise doc.error(where, f"{exc}{hint}") from None
+
+
+def _typed_policies(doc: ConfigDocument, value: Any) -> list[str]:
+    names = [
+        _typed_policy(doc, ("policies", i), n)
+        for i, n in enumerate(_strings(doc, ("policies",), value))
+    ]
+    _no_repeats(doc, ("policies",), names)
+    return names
+
+
+#: Settings of the homogeneous simulator a typed spec refuses, and why (the key is named).
+_NOT_TYPED = {
+    k: "the heterogeneous simulator (Gavel's mechanics) has no such setting"
+    for k in SIMULATION_KEYS
+    if k not in TYPED_SIMULATION_DEFAULTS
+}
+
+
+def _typed_simulation(doc: ConfigDocument, value: Any) -> tuple[Mapping[str, Any], ...]:
+    if not isinstance(value, dict):
+        raise doc.error(("simulation",), "must be a table of simulation settings")
+    for key in sorted(value):
+        if key in _NOT_TYPED:
+            raise doc.error(
+                ("simulation", key),
+                f"{key!r} is not a setting of a typed cluster: {_NOT_TYPED[key]} (allowed: "
+                f"{', '.join(TYPED_SIMULATION_DEFAULTS)})",
+            )
+    settings_table(
+        doc, ("simulation",), value, SimulationConfig, tuple(TYPED_SIMULATION_DEFAULTS),
+        what="simulation setting", elsewhere=_SIMULATION_ELSEWHERE, swept=True,
+    )  # fmt: skip
+    axes = {k: _axis(doc, ("simulation", k), v) for k, v in value.items()}
+    combos = []
+    for values in itertools.product(*axes.values()):
+        given = {
+            k: float(v) if isinstance(TYPED_SIMULATION_DEFAULTS[k], float) else v
+            for k, v in zip(axes, values, strict=True)
+        }
+        combos.append({**TYPED_SIMULATION_DEFAULTS, **given})
+    return tuple(combos)
+
+
+def _typed_table(
+    doc: ConfigDocument, where: KeyPath, value: Any
+) -> tuple[FileRef, TypedThroughputTable]:
+    """The throughput file of a typed trace (required: a file, every type of it kept)."""
+    if value is None:
+        raise doc.error(where, "required on a cluster: a throughput file with each of its types")
+    if isinstance(value, str) and value in BUNDLED_THROUGHPUTS:
+        raise doc.error(
+            where,
+            f"the bundled table {value!r} has one GPU type; a cluster needs a throughput file "
+            "with each of its types (such as Gavel's simulation_throughputs.json)",
+        )
+    file = _existing_file(doc, where, value)
+    try:
+        table = TypedThroughputTable.from_file(file)
+    except ValueError as exc:  # TraceError too
+        raise doc.error(where, str(exc)) from None
+    return FileRef.of(file), table
+
+
+def _clusters(
+    doc: ConfigDocument, where: KeyPath, value: Any, table: TypedThroughputTable
+) -> list[ClusterSpec]:
+    """The clusters of ``where`` (a spec or a list), each type checked against ``table``."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise doc.error(where, "an empty list sweeps nothing")
+    clusters = []
+    for index, text in enumerate(values):
+        at = (*where, index) if isinstance(value, list) else where
+        if not isinstance(text, str):
+            raise doc.error(at, f"must be a cluster such as 'v100:12,p100:12,k80:12', got {text!r}")
+        try:
+            cluster = ClusterSpec.parse(text)
+            table.check_cluster(cluster)
+        except ValueError as exc:
+            raise doc.error(at, f"{text!r}: {exc}") from None
+        clusters.append(cluster)
+    _no_repeats(doc, where, [str(c) for c in clusters])
+    return clusters
+
+
+def _typed_file_trace(doc: ConfigDocument, where: KeyPath, table: dict[str, Any]) -> TraceEntry:
+    written = table["path"]
+    file = _existing_file(doc, (*where, "path"), written)
+    if file.suffix != ".trace":
+        raise doc.error(
+            (*where, "path"),
+            f"{file.name}: a trace on a cluster is a .trace file (Gavel's or Shockwave's), read "
+            "as 'shockwave simulate --cluster' reads it",
+        )
+    ref, typed = _typed_table(doc, (*where, "throughputs"), table.get("throughputs"))
+    clusters = _clusters(doc, (*where, "cluster"), table["cluster"], typed)
+    jobs = 0
+    for index, cluster in enumerate(clusters):
+        at = (
+            (*where, "cluster", index)
+            if isinstance(table["cluster"], list)
+            else (*where, "cluster")
+        )
+        try:
+            jobs = len(read_typed_trace(file, typed, cluster))
+        except TraceError as exc:
+            raise doc.error((*where, "path"), str(exc)) from None
+        except ValueError as exc:  # a job no type of the cluster can run
+            raise doc.error(at, f"{cluster}: {exc}") from None
+    label = table.get("name") or str(written)
+    source = FileTrace(FileRef.of(file), ref)
+    gpus = tuple(c.total_gpus for c in clusters)
+    return TraceEntry(label, label, None, source, jobs, gpus, tuple(str(c) for c in clusters))
 
 
 # -------------------------------------------------------------------------------- the size
@@ -260,10 +501,11 @@ def grid_axes(data: Mapping[str, Any]) -> dict[str, int]:
             continue
         generate = table.get("generate")
         generate = generate if isinstance(generate, dict) else {}
-        gpus = table.get("gpus", generate.get("gpus"))
+        gpus = table.get("cluster", table.get("gpus", generate.get("gpus")))
         workloads += length(generate.get("seed")) * length(gpus)
+    sizes = "clusters" if _first_cluster(data) is not None else "GPUs"
     return {
-        "traces x GPUs": max(workloads, 1),
+        f"traces x {sizes}": max(workloads, 1),
         "mechanics": length(data.get("mechanics")),
         "policy settings": max(settings, 1),
         "simulation settings": product(data.get("simulation")),
@@ -301,7 +543,11 @@ def _policies(doc: ConfigDocument, value: Any) -> Iterator[str]:
     yield from names
 
 
-def _traces(doc: ConfigDocument, value: Any, mechanics: Sequence[str]) -> tuple[TraceEntry, ...]:
+def _traces(
+    doc: ConfigDocument, value: Any, mechanics: Sequence[str], *, typed_at: KeyPath | None
+) -> tuple[TraceEntry, ...]:
+    """The ``[[traces]]`` entries; ``typed_at``: where the spec first names a cluster (then
+    every entry must name one, and none ``gpus``)."""
     if not isinstance(value, list) or not value:
         raise doc.error(("traces",), "must be one or more [[traces]] tables")
     entries: list[TraceEntry] = []
@@ -316,10 +562,15 @@ def _traces(doc: ConfigDocument, value: Any, mechanics: Sequence[str]) -> tuple[
         name = table.get("name")
         if name is not None and (not isinstance(name, str) or not name):
             raise doc.error((*where, "name"), f"must be a non-empty string, got {name!r}")
+        if typed_at is not None:
+            _one_kind(doc, where, table, typed_at)
         if "path" in table:
-            made = _file_trace(doc, where, table, mechanics)
+            if typed_at is None:
+                made = _file_trace(doc, where, table, mechanics)
+            else:
+                made = [_typed_file_trace(doc, where, table)]
         else:
-            made = _generated(doc, where, table)
+            made = _generated(doc, where, table, typed=typed_at is not None)
         for entry in made:
             if entry.label in owners:
                 raise doc.error(
@@ -329,6 +580,26 @@ def _traces(doc: ConfigDocument, value: Any, mechanics: Sequence[str]) -> tuple[
             owners[entry.label] = f"traces[{index}]"
             entries.append(entry)
     return tuple(entries)
+
+
+def _one_kind(
+    doc: ConfigDocument, where: KeyPath, table: dict[str, Any], typed_at: KeyPath
+) -> None:
+    """Refuse ``gpus`` (or a missing ``cluster``) in a spec that names a cluster."""
+    named = _dotted(typed_at)
+    if "gpus" in table:
+        raise doc.error(
+            (*where, "gpus"),
+            f"this spec names a typed cluster ({named}): give each trace a 'cluster', not "
+            "'gpus' (identical GPUs and typed clusters run different simulators, policies and "
+            "settings: sweep them in two specs)",
+        )
+    if "cluster" not in table:
+        raise doc.error(
+            (*where, "cluster"),
+            f"required: this spec names a typed cluster ({named}), so every trace runs on one "
+            "(for identical GPUs, 'v100:32' is a cluster of one type)",
+        )
 
 
 def _file_trace(
@@ -360,7 +631,9 @@ def _file_trace(
     return [TraceEntry(label, label, None, source, len(workload.jobs), gpus)]
 
 
-def _generated(doc: ConfigDocument, where: KeyPath, table: dict[str, Any]) -> list[TraceEntry]:
+def _generated(
+    doc: ConfigDocument, where: KeyPath, table: dict[str, Any], *, typed: bool
+) -> list[TraceEntry]:
     if "throughputs" in table:
         raise doc.error((*where, "throughputs"), "goes inside 'generate' for a generated trace")
     spec = table["generate"]
@@ -368,6 +641,18 @@ def _generated(doc: ConfigDocument, where: KeyPath, table: dict[str, Any]) -> li
     if not isinstance(spec, dict):
         raise doc.error(here, "must be a table of generator parameters")
     check_keys(doc, here, spec, GENERATE_KEYS)
+    clusters: list[ClusterSpec] = []
+    if typed:
+        _, typed_table = _typed_table(doc, (*here, "throughputs"), spec.get("throughputs"))
+        clusters = _clusters(doc, (*where, "cluster"), table["cluster"], typed_table)
+        totals = sorted({c.total_gpus for c in clusters})
+        if "gpus" not in spec and len(totals) > 1:
+            raise doc.error(
+                (*here, "gpus"),
+                f"required: the clusters have {', '.join(map(str, totals))} GPUs, and the "
+                "generator sizes the trace for one number of GPUs",
+            )
+        spec = {**spec, "gpus": spec.get("gpus", totals[0])}
     for required in ("jobs", "gpus"):
         if required not in spec:
             raise doc.error((*here, required), "required")
@@ -377,8 +662,11 @@ def _generated(doc: ConfigDocument, where: KeyPath, table: dict[str, Any]) -> li
     fields = {k: _generator_value(doc, (*here, k), k, v) for k, v in spec.items()}
     fields.pop("throughputs", None)
     fields.pop("seed", None)
-    gpus = tuple(_integers(doc, (*where, "gpus"), table.get("gpus", spec["gpus"]), low=1))
-    _no_repeats(doc, (*where, "gpus"), gpus)
+    if typed:
+        gpus = tuple(c.total_gpus for c in clusters)
+    else:
+        gpus = tuple(_integers(doc, (*where, "gpus"), table.get("gpus", spec["gpus"]), low=1))
+        _no_repeats(doc, (*where, "gpus"), gpus)
     checked = []
     for seed in seeds:
         source = GeneratedTrace({**fields, "seed": seed}, throughputs)
@@ -387,11 +675,13 @@ def _generated(doc: ConfigDocument, where: KeyPath, table: dict[str, Any]) -> li
             check_throughput_coverage(parameters, parameters.throughput_table())
         except GeneratorParameterError as exc:
             raise doc.error((*here, exc.parameter), exc.reason) from None
-        _check_gangs(doc, where, parameters, gpus)
+        if not typed:  # a typed cluster's jobs are checked per type in the cell
+            _check_gangs(doc, where, parameters, gpus)
         checked.append((seed, source, parameters.jobs))
     family = table.get("name") or _generated_label(fields)  # the values are checked now
+    names = tuple(str(c) for c in clusters)
     entries = [
-        TraceEntry(f"{family} (seed {seed})", family, seed, source, jobs, gpus)
+        TraceEntry(f"{family} (seed {seed})", family, seed, source, jobs, gpus, names)
         for seed, source, jobs in checked
     ]
     return entries

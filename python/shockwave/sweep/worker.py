@@ -3,7 +3,9 @@
 :func:`execute` runs in a worker process of the pool or in a Ray task. It calls
 :func:`shockwave.sim.simulate` exactly as ``shockwave simulate`` does (the same workload reader,
 policy factory and configuration), so a cell's metrics are those of ``shockwave simulate`` for the
-same inputs, bit for bit. An exception in the cell does not escape: the outcome records it
+same inputs, bit for bit; a typed cell (a cluster of several GPU types) calls
+:func:`shockwave.heterogeneous.simulate_heterogeneous` as ``shockwave simulate --cluster`` does.
+An exception in the cell does not escape: the outcome records it
 (``status = "failed"``, the error in one line, the traceback apart) and the sweep goes on.
 """
 
@@ -18,10 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from shockwave.heterogeneous import HeterogeneousResult, simulate_heterogeneous
 from shockwave.metrics import SimulationResult
 from shockwave.sim import simulate
 from shockwave.sweep.cells import Cell, labels
-from shockwave.sweep.sources import load_source
+from shockwave.sweep.sources import load_source, load_typed_source
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class CellOutcome:
 
 def execute(cell: Cell, shipped: Mapping[str, bytes] | None = None) -> CellOutcome:
     """Run one cell (module notes); ``shipped`` carries file bytes on a Ray cluster."""
+    if cell.cluster is not None:
+        return _execute_typed(cell, cell.cluster, shipped)
     started = time.perf_counter()
     try:
         workload = load_source(cell.source, shipped)
@@ -59,6 +64,24 @@ def execute(cell: Cell, shipped: Mapping[str, bytes] | None = None) -> CellOutco
         timing_policy_seconds_max_round=result.timing.policy_seconds_max_round,
     )
     return CellOutcome(cell.key, row, _jobs(cell, result))
+
+
+def _execute_typed(cell: Cell, cluster: str, shipped: Mapping[str, bytes] | None) -> CellOutcome:
+    """Run a typed cell: the heterogeneous simulator on ``cluster``."""
+    started = time.perf_counter()
+    try:
+        jobs = load_typed_source(cell.source, cluster, shipped)
+        result = simulate_heterogeneous(jobs, cell.policy, cell.typed_config())
+    except Exception as exc:  # recorded: one cell's failure does not stop the sweep
+        detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return failed_outcome(cell, f"{type(exc).__name__}: {exc}", detail)
+    row = _row(cell, "ok", None, None, time.perf_counter() - started)
+    row.update(result.to_dict())
+    row.update(
+        timing_wall_seconds=result.wall_seconds,
+        timing_policy_seconds_total=result.policy_seconds,
+    )
+    return CellOutcome(cell.key, row, _typed_jobs(cell, result))
 
 
 def failed_outcome(cell: Cell, error: str, detail: str | None = None) -> CellOutcome:
@@ -89,6 +112,25 @@ def _jobs(cell: Cell, result: SimulationResult) -> dict[str, list[Any]]:
     }
     for name in frame.columns:
         columns[str(name)] = frame[name].tolist()
+    return columns
+
+
+def _typed_jobs(cell: Cell, result: HeterogeneousResult) -> dict[str, list[Any]]:
+    """The per-job rows of a typed cell: ``jobs_frame()``, its ``gpu_hours_<type>`` columns
+    gathered in one map column, ``gpu_hours_by_type`` (the schema is the same on every
+    cluster)."""
+    frame = result.jobs_frame()
+    columns: dict[str, list[Any]] = {
+        name: [value] * len(frame) for name, value in labels(cell).items()
+    }
+    hours = [f"gpu_hours_{name}" for name in result.types]
+    for name in frame.columns:
+        if name not in hours:
+            columns[str(name)] = frame[name].tolist()
+    per_type = [frame[h].tolist() for h in hours]
+    columns["gpu_hours_by_type"] = [
+        dict(zip(result.types, values, strict=True)) for values in zip(*per_type, strict=True)
+    ]
     return columns
 
 

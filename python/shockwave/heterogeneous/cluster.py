@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 
 from shockwave.limits import INT64_MAX
+from shockwave.worker_types import is_worker_type_name
 
-_TYPE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _ITEM = re.compile(r"^(?P<type>[^:]+):(?P<count>[^/]+)(?:/(?P<server>.+))?$")
 #: Most GPUs of one type a spec may hold (a bound on every allocation sized by it).
 MAX_GPUS_PER_TYPE = 10_000_000
@@ -46,7 +46,7 @@ class ClusterSpec:
         object.__setattr__(self, "server_sizes", tuple(sizes))
         seen: set[str] = set()
         for name, count, size in zip(self.types, self.counts, sizes, strict=True):
-            if not isinstance(name, str) or not _TYPE_NAME.match(name):
+            if not is_worker_type_name(name):
                 raise ValueError(f"GPU type {name!r}: a name of letters, digits, '_', '-', '.'")
             if name in seen:
                 raise ValueError(f"GPU type {name!r} is listed twice")

@@ -292,15 +292,17 @@ class ThroughputTable:
         if other_types is not None:
             if not isinstance(other_types, dict):
                 raise TraceError(
-                    "must map worker types to throughput tables", path=source, field="other_types"
+                    "must map worker types to throughput tables",
+                    path=source,
+                    field="other_worker_types",
                 )
             for name, table in other_types.items():
                 if name == worker_type:
                     raise TraceError(
                         f"worker type {name!r} is the primary type", path=source,
-                        field="other_types",
+                        field="other_worker_types",
                     )  # fmt: skip
-                others[str(name)] = _entries_from_dict(table, source, f"other_types.{name}")
+                others[str(name)] = _entries_from_dict(table, source, f"other_worker_types.{name}")
         return cls(
             _entries_from_dict(data, source, "throughputs"),
             source=source,

@@ -276,7 +276,7 @@ def check_throughput_coverage(parameters: GeneratorParameters, table: Throughput
                 needed.update(min(bs, family.max_batch_size) for _, bs in staircase.stages)
             # the primary type has every batch size the profiles reach; another type needs the
             # initial one (it reaches larger ones by accumulation, as the profile rules say)
-            cases = [(bs, None) for bs in sorted(needed)]
+            cases: list[tuple[int, str | None]] = [(bs, None) for bs in sorted(needed)]
             cases += [(template.batch_size, worker_type) for worker_type in types[1:]]
             for batch_size, worker_type in cases:
                 key = (template.model, batch_size, gang)

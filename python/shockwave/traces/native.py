@@ -456,12 +456,17 @@ def _header_table(header: dict[str, Any], path: str | PathLike[str]) -> Throughp
         raise TraceError(
             f"must be a GPU type name, got {worker_type!r}", path=path, line=1, field="worker_type"
         )
-    return ThroughputTable.from_dict(
-        header["throughputs"],
-        source=f"{path}:1",
-        worker_type=worker_type,
-        other_types=header.get("other_worker_types"),
-    )
+    if "other_worker_types" not in header:  # as versions 1 and 2 always named it
+        return ThroughputTable.from_dict(header["throughputs"], source=f"{path}:1")
+    try:
+        return ThroughputTable.from_dict(
+            header["throughputs"],
+            source=str(path),
+            worker_type=worker_type,
+            other_types=header["other_worker_types"],
+        )
+    except TraceError as exc:
+        raise TraceError(exc.reason, path=path, line=1, field=exc.field) from None
 
 
 def _decode(line: str, path: str | PathLike[str], number: int) -> dict[str, Any]:

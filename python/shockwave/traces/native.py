@@ -65,6 +65,13 @@ Version 1 is version 2 without the keys marked (v2) and without ``conversion``: 
 are still read (a v2 key in a version-1 file is an error, like any unknown key), and the writer
 writes version 2.
 
+Version 3 (``docs/formats.md``) is version 2 plus, in the header, ``worker_type`` (the GPU
+type of ``throughputs``, default ``v100``) and ``other_worker_types`` (``{type: <a table as
+throughputs is written>}``), and in a job line ``epoch_seconds_by_type`` (``{type: per-epoch
+array}``, seconds per epoch alone on the gang on that type) and ``gpu_types`` (the types the job
+may run on). The writer writes version 3 only for a workload that needs it (a job with either
+key); a homogeneous workload is written as version 2, byte for byte as before.
+
 Unknown keys are errors (a misspelt optional key must not be silently ignored). Floats are
 written with Python's shortest round-trip representation, so write-then-read is the identity.
 """

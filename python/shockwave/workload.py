@@ -176,7 +176,8 @@ class Job:
         if allowed is not None and worker_type not in allowed:
             can = ", ".join(allowed) if allowed else "none"
             raise WorkerTypeError(
-                f"job {self.job_id} cannot run on GPU type {worker_type!r} (its types: {can})",
+                f"cannot run on GPU type {worker_type!r} (its types: {can})",
+                where=f"job {self.job_id}",
                 field=worker_type,
             )
         by_type = self.epoch_seconds_by_type

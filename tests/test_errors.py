@@ -25,6 +25,8 @@ from shockwave.errors import (
     UsageError,
 )
 from shockwave.heterogeneous import GavelSolverError
+from shockwave.heterogeneous.cluster import ClusterSpecError
+from shockwave.heterogeneous.workload_check import UnknownGpuTypeError, UnschedulableJobError
 from shockwave.job.protocol import ProtocolError
 from shockwave.persistence import StateFormatError
 from shockwave.runtime import JournalError, RunDirectoryBusyError
@@ -33,6 +35,7 @@ from shockwave.sweep import SpecError
 from shockwave.traces.generator_parameters import GeneratorParameterError
 from shockwave.traces.production.assignment import NoJobTypeError
 from shockwave.traces.production.options import ConversionOptionError
+from shockwave.workload import WorkerTypeError
 
 PACKAGE = Path(errors.__file__).parent
 
@@ -53,6 +56,10 @@ CLASSES = [
     (PolicyOutputError, RunFailedError, ValueError),
     (SimulationStalledError, RunFailedError, RuntimeError),
     (GavelSolverError, RunFailedError, RuntimeError),
+    (ClusterSpecError, UsageError, ValueError),
+    (UnknownGpuTypeError, UsageError, ValueError),
+    (UnschedulableJobError, DataError, ValueError),
+    (WorkerTypeError, UsageError, KeyError),
     (InternalError, InternalError, RuntimeError),
 ]
 

@@ -133,7 +133,7 @@ def test_minimal_job_uses_defaults(tmp_path: Path) -> None:
     ("header", "job", "line", "field", "message"),
     [
         ({**HEADER, "format": "csv"}, JOB, 1, "format", "header with format"),
-        ({**HEADER, "version": 3}, JOB, 1, "version", "unsupported version 3"),
+        ({**HEADER, "version": 4}, JOB, 1, "version", "unsupported version 4"),
         ({**HEADER, "jobs": 3}, JOB, 1, "jobs", "announces 3 jobs but the file holds 1"),
         ({**HEADER, "extra": 1}, JOB, 1, None, "unknown header keys"),
         (HEADER, {k: v for k, v in JOB.items() if k != "gang_size"}, 2, "gang_size", "missing"),

@@ -131,15 +131,18 @@ def epoch_durations(
     gang_size: int,
     throughputs: ThroughputTable,
     samples_per_epoch: int | None = None,
+    worker_type: str | None = None,
 ) -> npt.NDArray[np.float64]:
-    """Seconds per epoch on the job's gang: ``(samples_per_epoch / bs) / thr(model, bs, gang)``.
+    """Seconds per epoch on the job's gang: ``(samples_per_epoch / bs) / thr(model, bs, gang)``
+    on ``worker_type`` (default: the table's primary type), by
+    :meth:`~shockwave.throughputs.ThroughputTable.epoch_seconds`.
 
     ``samples_per_epoch`` defaults to the catalog's value for ``model`` (the original's models);
     give it for any other model (the runtime's bundled families, users' jobs).
 
     Raises:
-        KeyError: if the table lacks a batch size of the schedule, or the model is not in the
-            catalog and ``samples_per_epoch`` is not given.
+        KeyError: if the table lacks a batch size of the schedule (or the type), or the model is
+            not in the catalog and ``samples_per_epoch`` is not given.
         ValueError: if a needed throughput is zero (the epoch would never end).
     """
     samples = (
@@ -148,10 +151,47 @@ def epoch_durations(
     distinct, where = np.unique(batch_sizes, return_inverse=True)
     seconds = np.empty(distinct.shape, dtype=np.float64)
     for k, bs in enumerate(distinct.tolist()):
-        thr = throughputs.isolated(model, bs, gang_size)
-        if thr <= 0:
-            raise ValueError(
-                f"throughput of ({model} (batch size {bs}), {gang_size}) is 0: the epoch never ends"
-            )
-        seconds[k] = (samples / bs) / thr
+        seconds[k] = throughputs.epoch_seconds(model, bs, gang_size, samples, worker_type)
     return seconds[where]
+
+
+def epoch_durations_by_type(
+    model: str,
+    batch_sizes: BatchSizes,
+    gang_size: int,
+    throughputs: ThroughputTable,
+    samples_per_epoch: int | None = None,
+) -> dict[str, npt.NDArray[np.float64]]:
+    """The epoch durations (seconds) of a batch-size schedule on every GPU type of the table
+    (:attr:`~shockwave.throughputs.ThroughputTable.worker_types`, the primary type first).
+
+    On the primary type they are :func:`epoch_durations`. On another type, an epoch at batch
+    size ``b`` lasts :meth:`~shockwave.throughputs.ThroughputTable.epoch_seconds` at ``b`` if the
+    table has a positive throughput there; otherwise the job is taken to reach ``b`` by
+    gradient accumulation at ``b'``, the largest smaller batch size with a positive throughput
+    on that type and gang (a smaller GPU's memory limit: Gavel's ``k80`` has no 2-GPU
+    ResNet-50 at batch size 128), and the epoch lasts as long as one at ``b'``
+    (``(samples / b') / thr(b')``: the same samples at ``b'``'s rate). A type with no such
+    ``b'`` for some epoch is left out (the job cannot run there).
+
+    Raises:
+        KeyError, ValueError: as :func:`epoch_durations`, on the primary type.
+    """
+    samples = (
+        model_family(model).samples_per_epoch if samples_per_epoch is None else samples_per_epoch
+    )
+    out = {throughputs.worker_type: epoch_durations(
+        model, batch_sizes, gang_size, throughputs, samples
+    )}  # fmt: skip
+    distinct, where = np.unique(batch_sizes, return_inverse=True)
+    for name in throughputs.worker_types[1:]:
+        usable = throughputs.batch_sizes(model, gang_size, name)
+        seconds = np.empty(distinct.shape, dtype=np.float64)
+        for k, bs in enumerate(distinct.tolist()):
+            smaller = [b for b in usable if b <= bs]
+            if not smaller:
+                break
+            seconds[k] = throughputs.epoch_seconds(model, smaller[-1], gang_size, samples, name)
+        else:
+            out[name] = seconds[where]
+    return out

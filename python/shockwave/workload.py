@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy.typing as npt
 from shockwave.arguments import is_integer
 from shockwave.catalog import ADAPTATION_MODES, AdaptationMode
 from shockwave.epoch_profile import EpochColumn, EpochProfile, merge_columns
-from shockwave.errors import JobFieldError
+from shockwave.errors import JobFieldError, UsageError
 from shockwave.limits import (
     INT64_MAX,
     MAX_EPOCHS_PER_JOB,
@@ -30,6 +31,7 @@ from shockwave.limits import (
 )
 from shockwave.run_spec import RunSpec
 from shockwave.throughputs import RuntimeCosts, ThroughputTable, format_job_type
+from shockwave.worker_types import is_worker_type_name
 
 #: Text fields of a job converted from a production trace (see :class:`Job`).
 PROVENANCE_FIELDS = ("source_id", "user", "vc", "status")
@@ -103,6 +105,15 @@ class Job:
         requested_gpus: GPUs the trace's job asked for when that is not a whole number (Alibaba
             PAI's fractional GPUs, summed over the job's instances), whereas ``gang_size`` counts
             every instance's share as a whole GPU; ``None`` otherwise. Informational.
+        epoch_seconds_by_type: the job's epoch durations on each GPU type it has a profile on,
+            ``{type: durations}``, seconds per epoch alone on ``gang_size`` GPUs of that type
+            (arrays, :class:`EpochColumn` or :class:`EpochProfile` with the job's batch sizes,
+            one entry per epoch); held as one :class:`EpochProfile` per type (read them with
+            :meth:`profile_on`). ``None`` for a job profiled on one type only (a homogeneous
+            workload): its ``epoch_seconds`` then hold on any type. The job's own
+            ``epoch_seconds`` are those on its throughput table's primary type.
+        gpu_types: the GPU types the job may run on (a constraint, such as Alibaba PAI's
+            ``gpu_type``), or ``None``: any type.
     """
 
     job_id: int
@@ -123,6 +134,8 @@ class Job:
     vc: str | None = None
     status: str | None = None
     requested_gpus: float | None = None
+    epoch_seconds_by_type: Mapping[str, Any] | None = None
+    gpu_types: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         given = self.__dict__
@@ -132,6 +145,46 @@ class Job:
             _check_job(self)
         finally:
             given.pop("_profile_problem", None)
+        if self.gpu_types is not None:
+            given["gpu_types"] = _gpu_types_of(self.job_id, self.gpu_types)
+        if self.epoch_seconds_by_type is not None:
+            given["epoch_seconds_by_type"] = _type_profiles_of(self, self.epoch_seconds_by_type)
+
+    @property
+    def worker_types(self) -> tuple[str, ...] | None:
+        """The GPU types the job can run on: those it has a profile on
+        (``epoch_seconds_by_type``, in its order) that its ``gpu_types`` allow; its
+        ``gpu_types`` if it has no per-type profiles; ``None`` if it has neither (any type, at
+        the durations of its ``epoch_seconds``)."""
+        by_type = self.epoch_seconds_by_type
+        if by_type is None:
+            return self.gpu_types
+        allowed = self.gpu_types
+        return tuple(name for name in by_type if allowed is None or name in allowed)
+
+    def profile_on(self, worker_type: str) -> EpochProfile:
+        """The job's epoch profile on ``gang_size`` GPUs of ``worker_type``: the batch size and
+        the duration (seconds, alone on its gang) of every epoch, run-length encoded.
+
+        A job without per-type profiles has its :attr:`profile` on every type it may run on.
+
+        Raises:
+            WorkerTypeError: (a ``KeyError``) naming the job and the type if the job cannot run
+                on it (no profile there, or its ``gpu_types`` exclude it).
+        """
+        allowed = self.worker_types
+        if allowed is not None and worker_type not in allowed:
+            can = ", ".join(allowed) if allowed else "none"
+            raise WorkerTypeError(
+                f"cannot run on GPU type {worker_type!r} (its types: {can})",
+                where=f"job {self.job_id}",
+                field=worker_type,
+            )
+        by_type = self.epoch_seconds_by_type
+        if by_type is None:
+            return self.profile
+        profile: EpochProfile = by_type[worker_type]
+        return profile
 
     @property
     def profile(self) -> EpochProfile:
@@ -198,6 +251,8 @@ class Job:
             and self.vc == other.vc
             and self.status == other.status
             and self.requested_gpus == other.requested_gpus
+            and self.gpu_types == other.gpu_types
+            and _same_type_profiles(self.epoch_seconds_by_type, other.epoch_seconds_by_type)
         )
 
     __hash__ = None  # type: ignore[assignment]  # mutable-looking arrays: not hashable
@@ -277,6 +332,100 @@ def _check_job(job: Job) -> None:
             f"must be finite, > 0 and at most the gang size {job.gang_size}, got "
             f"{job.requested_gpus!r}",
         )
+
+
+class WorkerTypeError(UsageError, KeyError):
+    """A job asked about a GPU type it cannot run on (:meth:`Job.profile_on`)."""
+
+
+def _same_type_profiles(
+    first: Mapping[str, EpochProfile] | None, second: Mapping[str, EpochProfile] | None
+) -> bool:
+    if first is None or second is None:
+        return first is second
+    return list(first) == list(second) and all(first[k] == second[k] for k in first)
+
+
+def _gpu_types_of(job_id: object, value: Any) -> tuple[str, ...]:
+    """A job's ``gpu_types``, checked: a non-empty sequence of distinct type names."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise JobFieldError(job_id, "gpu_types", f"must be a list of GPU types, got {value!r}")
+    names = tuple(value)
+    if not names:
+        raise JobFieldError(job_id, "gpu_types", "must name at least one GPU type")
+    for name in names:
+        if not is_worker_type_name(name):
+            raise JobFieldError(
+                job_id, "gpu_types",
+                f"{name!r} is not a GPU type name (letters, digits, '_', '-', '.')",
+            )  # fmt: skip
+    if len(set(names)) != len(names):
+        raise JobFieldError(job_id, "gpu_types", f"lists a type twice: {list(names)}")
+    return names
+
+
+def _type_profiles_of(job: Job, value: Any) -> Mapping[str, EpochProfile]:
+    """The job's per-type profiles from ``epoch_seconds_by_type``, checked as its
+    ``epoch_seconds`` are (one entry per epoch, finite, at least ``MIN_EPOCH_SECONDS``)."""
+    job_id = job.job_id
+    if not isinstance(value, Mapping):
+        raise JobFieldError(
+            job_id, "epoch_seconds_by_type", f"must map GPU types to durations, got {value!r}"
+        )
+    if not value:
+        raise JobFieldError(job_id, "epoch_seconds_by_type", "must hold at least one GPU type")
+    base = job.profile
+    sizes = EpochProfile.from_segments(base.batch_sizes, np.zeros(base.num_segments), base.counts)
+    out: dict[str, EpochProfile] = {}
+    for name, seconds in value.items():
+        field_name = f"epoch_seconds_by_type.{name}"
+        if not is_worker_type_name(name):
+            raise JobFieldError(
+                job_id, "epoch_seconds_by_type",
+                f"{name!r} is not a GPU type name (letters, digits, '_', '-', '.')",
+            )  # fmt: skip
+        if isinstance(seconds, EpochProfile):
+            same = EpochProfile.from_segments(
+                seconds.batch_sizes, np.zeros(seconds.num_segments), seconds.counts
+            )
+            if same != sizes:
+                raise JobFieldError(
+                    job_id, field_name, "the profile's batch sizes are not the job's batch sizes"
+                )
+            profile = seconds
+        else:
+            column, counts, epochs = _column(job_id, field_name, seconds, "iuf", np.float64)
+            if column.ndim != 1 or epochs != base.num_epochs:
+                raise JobFieldError(
+                    job_id, field_name,
+                    f"has {epochs} entries but the job has {base.num_epochs} epochs",
+                )  # fmt: skip
+            profile = merge_columns(
+                base.batch_sizes,
+                base.counts,
+                column,
+                np.ones(epochs, dtype=np.int64) if counts is None else counts,
+            )
+
+        def bad(_: str, reason: str, field_name: str = field_name) -> JobFieldError:
+            return JobFieldError(job_id, field_name, reason)
+
+        durations = profile.seconds
+        if not (durations.min() >= MIN_EPOCH_SECONDS and durations.max() <= MAX_SECONDS):
+            _check_unusual_epochs(profile, bad)
+        if not profile.total_seconds <= MAX_SECONDS:
+            raise bad(
+                "", f"the epochs last {profile.total_seconds:g} s in all; at most {MAX_SECONDS:g}"
+            )
+        out[name] = profile
+    allowed = job.gpu_types
+    if allowed is not None and not any(name in allowed for name in out):
+        raise JobFieldError(
+            job_id, "gpu_types",
+            f"allows {', '.join(allowed)}, but the job has profiles only on "
+            f"{', '.join(out)} (epoch_seconds_by_type): it could never run",
+        )  # fmt: skip
+    return MappingProxyType(out)
 
 
 def _check_unusual_epochs(profile: EpochProfile, bad: Callable[[str, str], JobFieldError]) -> None:

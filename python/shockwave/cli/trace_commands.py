@@ -19,6 +19,7 @@ from shockwave.traces.generator_parameters import (
     GeneratorParameterError,
     GeneratorParameters,
     format_templates,
+    parse_cluster,
     parse_numbers,
     parse_templates,
 )
@@ -250,10 +251,17 @@ def _register_generate(commands: Any) -> None:
         help="number of jobs (required unless --days and --load are both given: then it "
         "follows from them)",
     )  # fmt: skip
-    generate.add_argument(
-        "--gpus", type=int, required=True, metavar="G",
+    size = generate.add_mutually_exclusive_group(required=True)
+    size.add_argument(
+        "--gpus", type=int, default=None, metavar="G",
         help="GPUs of the target cluster: sets the default arrival rate and throughput table, "
         "and bounds the gang sizes",
+    )  # fmt: skip
+    size.add_argument(
+        "--cluster", default=None, metavar="SPEC",
+        help="a heterogeneous target cluster, TYPE:COUNT[/SERVER],... (v100:36,p100:36,k80:36): "
+        "every job gets its epoch durations on every type of the table (default table: gavel), "
+        "and the arrival rate follows the cluster's capacity; writes native format version 3",
     )  # fmt: skip
     generate.add_argument(
         "--seed", type=int, default=defaults["seed"], metavar="S",
@@ -329,8 +337,9 @@ def _register_generate(commands: Any) -> None:
         f"original's 21, {format_templates(defaults['templates'])})",
     )  # fmt: skip
     generate.add_argument(
-        "--throughputs", default=None, metavar="tacc|wisr|FILE",
-        help=f"throughput table (default: tacc up to {TACC_MAX_GPUS} GPUs, wisr above)",
+        "--throughputs", default=None, metavar="tacc|wisr|gavel|FILE",
+        help=f"throughput table (default: tacc up to {TACC_MAX_GPUS} GPUs, wisr above; gavel "
+        "with --cluster)",
     )  # fmt: skip
     generate.add_argument(
         "--high-priority-fraction", type=float, default=defaults["high_priority_fraction"],
@@ -359,6 +368,9 @@ def _generate(args: argparse.Namespace) -> int:
             values[name] = numbers
     if args.templates is not None:
         values["templates"] = parse_templates(args.templates)
+    if args.cluster is not None:
+        # the cluster's total, checked (and named) by the parameters
+        values["gpus"] = _cluster_gpus(args.cluster)
     if values["jobs"] is None:
         if args.days is None or args.load is None:
             raise GeneratorParameterError(
@@ -391,3 +403,8 @@ def _generate(args: argparse.Namespace) -> int:
         f"{parameters.offered_load:.3g}, throughputs {parameters.throughputs_label})"
     )
     return 0
+
+
+def _cluster_gpus(text: str) -> int:
+    """The GPUs of ``--cluster``'s spec (its errors name ``--cluster``)."""
+    return parse_cluster(text).total_gpus

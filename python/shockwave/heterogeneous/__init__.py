@@ -23,6 +23,7 @@ from shockwave.heterogeneous.result import HeterogeneousResult
 from shockwave.heterogeneous.simulate import load_typed_trace, simulate_heterogeneous
 from shockwave.heterogeneous.typed_jobs import TypedJobs, read_typed_trace, typed_jobs_from_workload
 from shockwave.heterogeneous.typed_throughputs import TypedThroughputTable
+from shockwave.heterogeneous.workload_check import check_workload_on_cluster
 
 __all__ = [
     "GAVEL_NAMES",
@@ -36,6 +37,7 @@ __all__ = [
     "TypedAllocationState",
     "TypedJobs",
     "TypedThroughputTable",
+    "check_workload_on_cluster",
     "load_typed_trace",
     "make_typed_policy",
     "read_typed_trace",

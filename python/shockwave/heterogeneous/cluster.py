@@ -13,12 +13,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from shockwave.errors import UsageError
 from shockwave.limits import INT64_MAX
+from shockwave.worker_types import is_worker_type_name
 
-_TYPE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _ITEM = re.compile(r"^(?P<type>[^:]+):(?P<count>[^/]+)(?:/(?P<server>.+))?$")
 #: Most GPUs of one type a spec may hold (a bound on every allocation sized by it).
 MAX_GPUS_PER_TYPE = 10_000_000
+
+
+class ClusterSpecError(UsageError, ValueError):
+    """A malformed cluster spec (a ``ValueError``, as it always was)."""
 
 
 @dataclass(frozen=True)
@@ -37,33 +42,37 @@ class ClusterSpec:
 
     def __post_init__(self) -> None:
         if not self.types:
-            raise ValueError("a cluster needs at least one GPU type")
+            raise ClusterSpecError("a cluster needs at least one GPU type")
         if len(self.counts) != len(self.types):
-            raise ValueError(f"{len(self.types)} types but {len(self.counts)} counts")
+            raise ClusterSpecError(f"{len(self.types)} types but {len(self.counts)} counts")
         sizes = self.server_sizes or tuple(1 for _ in self.types)
         if len(sizes) != len(self.types):
-            raise ValueError(f"{len(self.types)} types but {len(sizes)} server sizes")
+            raise ClusterSpecError(f"{len(self.types)} types but {len(sizes)} server sizes")
         object.__setattr__(self, "server_sizes", tuple(sizes))
         seen: set[str] = set()
         for name, count, size in zip(self.types, self.counts, sizes, strict=True):
-            if not isinstance(name, str) or not _TYPE_NAME.match(name):
-                raise ValueError(f"GPU type {name!r}: a name of letters, digits, '_', '-', '.'")
+            if not is_worker_type_name(name):
+                raise ClusterSpecError(
+                    f"GPU type {name!r}: a name of letters, digits, '_', '-', '.'"
+                )
             if name in seen:
-                raise ValueError(f"GPU type {name!r} is listed twice")
+                raise ClusterSpecError(f"GPU type {name!r} is listed twice")
             seen.add(name)
             if isinstance(count, bool) or not isinstance(count, int):
-                raise ValueError(f"GPU type {name!r}: count must be an integer, got {count!r}")
+                raise ClusterSpecError(
+                    f"GPU type {name!r}: count must be an integer, got {count!r}"
+                )
             if not 1 <= count <= MAX_GPUS_PER_TYPE:
-                raise ValueError(
+                raise ClusterSpecError(
                     f"GPU type {name!r}: count must be in [1, {MAX_GPUS_PER_TYPE}], got {count}"
                 )
             if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= count:
-                raise ValueError(
+                raise ClusterSpecError(
                     f"GPU type {name!r}: server size must be an integer in [1, {count}], "
                     f"got {size!r}"
                 )
             if count % size:
-                raise ValueError(
+                raise ClusterSpecError(
                     f"GPU type {name!r}: {count} GPUs do not fill servers of {size} exactly"
                 )
 
@@ -72,10 +81,12 @@ class ClusterSpec:
         """Read ``"v100:12,p100:12,k80:12"`` (optionally ``"v100:36/4"``: servers of 4).
 
         Raises:
-            ValueError: naming the item that is malformed.
+            ClusterSpecError: (a ``ValueError``) naming the item that is malformed.
         """
         if not isinstance(text, str) or not text.strip():
-            raise ValueError("a cluster spec is 'TYPE:COUNT[,TYPE:COUNT...]', got an empty one")
+            raise ClusterSpecError(
+                "a cluster spec is 'TYPE:COUNT[,TYPE:COUNT...]', got an empty one"
+            )
         types: list[str] = []
         counts: list[int] = []
         sizes: list[int] = []
@@ -83,7 +94,7 @@ class ClusterSpec:
             item = raw.strip()
             match = _ITEM.match(item)
             if match is None:
-                raise ValueError(
+                raise ClusterSpecError(
                     f"cluster item {item!r} is not 'TYPE:COUNT' or 'TYPE:COUNT/SERVER_SIZE'"
                 )
             name = match["type"].strip()
@@ -132,8 +143,8 @@ class ClusterSpec:
 def _integer(text: str, what: str) -> int:
     text = text.strip()
     if not re.fullmatch(r"\d+", text):
-        raise ValueError(f"{what} must be a positive integer, got {text!r}")
+        raise ClusterSpecError(f"{what} must be a positive integer, got {text!r}")
     value = int(text)
     if value > INT64_MAX:
-        raise ValueError(f"{what} is too large: {text}")
+        raise ClusterSpecError(f"{what} is too large: {text}")
     return value

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from shockwave.errors import TraceError
 from shockwave.heterogeneous.cluster import ClusterSpec
 from shockwave.heterogeneous.typed_throughputs import TypedThroughputTable
+from shockwave.heterogeneous.workload_check import check_workload_on_cluster
 from shockwave.limits import INT64_MAX
 from shockwave.traces.gavel_format import GAVEL_FIELDS, SHOCKWAVE_FIELDS
 from shockwave.workload import Workload
@@ -170,9 +171,15 @@ def typed_jobs_from_workload(
     """The static view of a workload whose jobs carry ``total_steps`` (``.trace``-born ones):
     each job's type is ``Model (batch size B0)`` at its initial batch size.
 
+    The workload is first checked against the cluster
+    (:func:`~shockwave.heterogeneous.workload_check.check_workload_on_cluster`: unknown types,
+    jobs no type can run, constraints no type satisfies).
+
     Raises:
-        ValueError: naming a job without ``total_steps``, or one the table cannot serve.
+        ValueError: naming a job without ``total_steps``, or one the table cannot serve;
+            the errors of ``check_workload_on_cluster``.
     """
+    check_workload_on_cluster(workload, cluster)
     jobs = sorted(workload.jobs, key=lambda j: j.arrival_time)
     for job in jobs:
         if job.total_steps is None:

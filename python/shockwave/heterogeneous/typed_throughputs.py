@@ -7,16 +7,18 @@ each worker type (``v100``, ``p100``, ``k80``, and placement variants such as
 throughput of the whole job on ``gang`` GPUs of that type, in iterations per second. The other
 entries (co-location pairs) are kept for the packing policies (:meth:`colocated`).
 
-:class:`shockwave.throughputs.ThroughputTable` reads one worker type for the homogeneous
-simulator; :class:`TypedThroughputTable` keeps them all.
+:class:`shockwave.throughputs.ThroughputTable` keeps every worker type too, for the jobs with
+epoch profiles (batch-size job types; the per-type epoch durations of a workload come from it);
+:class:`TypedThroughputTable` is the view of Gavel's static jobs: every job type, ``A3C`` and
+``CycleGAN`` included, with the co-location pairs. Both read a file's keys and rates with the
+same functions (:func:`~shockwave.throughputs.parse_throughput_key`,
+:func:`~shockwave.throughputs.check_throughput`).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
@@ -28,9 +30,7 @@ import numpy.typing as npt
 
 from shockwave.errors import TraceError
 from shockwave.heterogeneous.cluster import ClusterSpec
-from shockwave.throughputs import COSTS_KEY
-
-_KEY = re.compile(r"^\('(?P<job_type>[^']+)', (?P<gang>\d+)\)$")
+from shockwave.throughputs import COSTS_KEY, check_throughput, parse_throughput_key
 
 #: (job type text, gang size), e.g. ``("ResNet-18 (batch size 32)", 1)``.
 JobTypeKey = tuple[str, int]
@@ -163,17 +163,11 @@ class TypedThroughputTable:
 
 
 def _key(text: str, source: str, where: str) -> JobTypeKey:
-    match = _KEY.match(text)
-    if match is None:
+    parsed = parse_throughput_key(text)
+    if parsed is None:
         raise TraceError(f"malformed job-type key {text!r}", path=source, field=where)
-    return match["job_type"], int(match["gang"])
+    return parsed
 
 
 def _rate(value: Any, source: str, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TraceError(f"throughput must be a number, got {value!r}", path=source, field=where)
-    thr = float(value)
-    if not math.isfinite(thr) or thr < 0.0:
-        raise TraceError(f"throughput must be finite and >= 0, got {value!r}", path=source,
-                         field=where)  # fmt: skip
-    return thr
+    return check_throughput(value, source, where)

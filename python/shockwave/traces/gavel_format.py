@@ -34,7 +34,12 @@ from typing import Any, TypeVar
 from shockwave.catalog import ADAPTATION_MODES, MODEL_FAMILIES, AdaptationMode
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
-from shockwave.profile_rules import batch_size_schedule, epoch_durations, num_epochs
+from shockwave.profile_rules import (
+    batch_size_schedule,
+    epoch_durations,
+    epoch_durations_by_type,
+    num_epochs,
+)
 from shockwave.throughputs import BUNDLED_THROUGHPUTS, ThroughputTable, parse_job_type
 from shockwave.workload import Job, Workload
 
@@ -209,8 +214,13 @@ def record_to_job(
     throughputs: ThroughputTable,
     *,
     path: str | PathLike[str] = "<input>",
+    typed: bool = False,
 ) -> Job:
     """Build a job's per-epoch profile from its trace line, as the original does.
+
+    With ``typed``, the job also gets its epoch durations on each GPU type of the table that
+    serves it (``epoch_seconds_by_type``, :func:`~shockwave.profile_rules.epoch_durations_by_type`);
+    its ``epoch_seconds`` are those on the table's primary type.
 
     Raises:
         TraceError: if the throughput table lacks a batch size the profile needs, or a needed
@@ -236,8 +246,11 @@ def record_to_job(
         ) from None  # fmt: skip
     except ValueError as exc:
         raise TraceError(str(exc), path=path, line=record.line, field="job_type") from None
+    by_type = None
+    if typed:
+        by_type = epoch_durations_by_type(record.model, schedule, record.scale_factor, throughputs)
     try:
-        return _job(record, job_id, family, schedule, seconds)
+        return _job(record, job_id, family, schedule, seconds, by_type)
     except JobFieldError as exc:
         field = _TRACE_FIELD_OF_JOB_FIELD.get(exc.field, exc.field)
         raise TraceError(exc.reason, path=path, line=record.line, field=field) from None
@@ -257,7 +270,14 @@ _TRACE_FIELD_OF_JOB_FIELD = {
 }
 
 
-def _job(record: TraceRecord, job_id: int, family: Any, schedule: Any, seconds: Any) -> Job:
+def _job(
+    record: TraceRecord,
+    job_id: int,
+    family: Any,
+    schedule: Any,
+    seconds: Any,
+    by_type: dict[str, Any] | None = None,
+) -> Job:
     return Job(
         job_id=job_id,
         arrival_time=record.arrival_time,
@@ -271,18 +291,25 @@ def _job(record: TraceRecord, job_id: int, family: Any, schedule: Any, seconds: 
         total_steps=record.total_steps,
         samples_per_epoch=family.samples_per_epoch,
         trace_duration=record.duration,
+        epoch_seconds_by_type=by_type,
     )
 
 
 def read_gavel_trace(
-    path: str | PathLike[str], throughputs: ThroughputTable | str | PathLike[str]
+    path: str | PathLike[str],
+    throughputs: ThroughputTable | str | PathLike[str],
+    *,
+    typed: bool = False,
 ) -> Workload:
     """Read a ``.trace`` file and profile its jobs with a throughput table.
 
     Args:
         path: the ``.trace`` file (10 or 12 fields per line).
         throughputs: a :class:`ThroughputTable`, the path of a throughput JSON file, or the name
-            of a bundled table (``"tacc"``, ``"wisr"``).
+            of a bundled table (``"tacc"``, ``"wisr"``, ``"gavel"``).
+        typed: also give every job its epoch durations on every GPU type of the table
+            (``Job.epoch_seconds_by_type``; a heterogeneous workload, written as native format
+            version 3); by default the jobs are profiled on the table's primary type only.
 
     Returns:
         The workload; job ``i`` is line ``i + 1``. The throughput table is kept on it, restricted
@@ -299,7 +326,7 @@ def read_gavel_trace(
     except UnicodeDecodeError:
         raise TraceError("not a text file (not UTF-8)", path=path) from None
     records = parse_trace_lines(text, path=path)
-    jobs = tuple(record_to_job(r, i, table, path=path) for i, r in enumerate(records))
+    jobs = tuple(record_to_job(r, i, table, path=path, typed=typed) for i, r in enumerate(records))
     models = {r.model for r in records}
     return Workload(jobs, table.restricted_to(models), source=str(path))
 

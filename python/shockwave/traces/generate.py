@@ -32,6 +32,13 @@ Per job, in this order:
 Profiles (per-epoch batch sizes and durations) are built from these records by
 :func:`shockwave.traces.gavel_format.record_to_job`, exactly as for a ``.trace`` read from disk,
 so a generated ``.trace`` and a generated ``.jsonl`` describe the same workload.
+
+For a heterogeneous cluster (``GeneratorParameters.cluster``) the draws are the same; the
+steps come from the table's primary type, every job gets its epoch durations on every type of
+the table (the same batch-size schedule, each type's throughputs), every type of the cluster must
+serve every job type the generator can draw, and the mean inter-arrival time follows the
+cluster's capacity (:meth:`GeneratorParameters.capacity_gpus`). The native output is then
+format version 3.
 """
 
 from __future__ import annotations
@@ -55,8 +62,12 @@ from shockwave.catalog import (
 from shockwave.limits import memory_problem
 from shockwave.throughputs import ThroughputTable, format_job_type
 from shockwave.traces.gavel_format import TraceRecord, record_to_job
-from shockwave.traces.generator_parameters import GeneratorParameterError, GeneratorParameters
-from shockwave.traces.native import write_native_jobs
+from shockwave.traces.generator_parameters import (
+    GeneratorParameterError,
+    GeneratorParameters,
+    check_cluster_types,
+)
+from shockwave.traces.native import FORMAT_VERSION, TYPED_FORMAT_VERSION, write_native_jobs
 from shockwave.traces.trace_writer import write_trace
 from shockwave.workload import Workload
 
@@ -188,13 +199,17 @@ def write_generated(parameters: GeneratorParameters, output: str | PathLike[str]
         if models == possible:
             break
     source = parameters.command_line()
-    jobs = (record_to_job(r, i, table, path=source) for i, r in enumerate(_draw(parameters, table)))
+    jobs = (
+        record_to_job(r, i, table, path=source, typed=parameters.cluster is not None)
+        for i, r in enumerate(_draw(parameters, table))
+    )
     write_native_jobs(
         jobs,
         output,
         count=parameters.jobs,
         source=source,
         throughputs=table.restricted_to(models),
+        version=FORMAT_VERSION if parameters.cluster is None else TYPED_FORMAT_VERSION,
     )
     return parameters.jobs
 
@@ -228,11 +243,19 @@ def check_throughput_coverage(parameters: GeneratorParameters, table: Throughput
     steps), and the batch sizes its Accordion and GNS profiles can reach, if those modes can be
     drawn; and that the shortest duration that can be drawn makes at least one step.
 
+    For a heterogeneous cluster, the same on every GPU type of the cluster (which must be
+    worker types of the table).
+
     Raises:
-        GeneratorParameterError: naming ``throughputs`` and the missing job type and gang size,
-            or ``min_duration_hours`` for a job too short to make a step.
+        GeneratorParameterError: naming ``throughputs`` and the missing job type and gang size
+            (and the GPU type), ``cluster`` for a type the table lacks, or
+            ``min_duration_hours`` for a job too short to make one step.
     """
     p = parameters
+    check_cluster_types(p, table)
+    types: list[str | None] = [None]
+    if p.cluster is not None and not isinstance(p.cluster, str):
+        types += [name for name in p.cluster.types if name != table.worker_type]
     gangs = [w for w, q in zip(p.gang_sizes, p.gang_size_mix, strict=True) if q > 0]
     accordion, gns = p.mode_mix[1] > 0, p.mode_mix[2] > 0
     grid = p.duration_grid_hours()
@@ -251,15 +274,20 @@ def check_throughput_coverage(parameters: GeneratorParameters, table: Throughput
             staircase = gns_staircase(template.model, template.batch_size, gang)
             if gns and staircase is not None:
                 needed.update(min(bs, family.max_batch_size) for _, bs in staircase.stages)
-            for batch_size in sorted(needed):
+            # the primary type has every batch size the profiles reach; another type needs the
+            # initial one (it reaches larger ones by accumulation, as the profile rules say)
+            cases: list[tuple[int, str | None]] = [(bs, None) for bs in sorted(needed)]
+            cases += [(template.batch_size, worker_type) for worker_type in types[1:]]
+            for batch_size, worker_type in cases:
                 key = (template.model, batch_size, gang)
-                thr = table.entries.get(key, 0.0)
+                thr = table.entries_of(worker_type).get(key, 0.0)
                 if thr <= 0:
+                    on = "" if worker_type is None else f" on GPU type {worker_type!r}"
                     raise GeneratorParameterError(
                         "throughputs",
                         f"{table.source} has no positive throughput for "
-                        f"('{template.model} (batch size {batch_size})', {gang}), which template "
-                        f"{job_type} on {gang} GPU(s) needs; drop the template "
+                        f"('{template.model} (batch size {batch_size})', {gang}){on}, which "
+                        f"template {job_type} on {gang} GPU(s) needs; drop the template "
                         "(--templates) or the gang size (--gang-size-mix), or use another table",
                     )
             if shortest * table.entries[(template.model, template.batch_size, gang)] < 1:
@@ -327,5 +355,8 @@ def _profile(
     p: GeneratorParameters, records: list[TraceRecord], table: ThroughputTable
 ) -> Workload:
     source = p.command_line()
-    jobs = tuple(record_to_job(r, i, table, path=source) for i, r in enumerate(records))
+    jobs = tuple(
+        record_to_job(r, i, table, path=source, typed=p.cluster is not None)
+        for i, r in enumerate(records)
+    )
     return Workload(jobs, table.restricted_to({r.model for r in records}), source=source)

@@ -12,6 +12,12 @@ traces at their sizes:
 
 * the mean inter-arrival time is ``ARRIVAL_GPU_SECONDS / G`` (:func:`default_mean_interarrival`);
 * the throughput table is TACC up to 32 GPUs and WISR above (:func:`default_throughputs`).
+
+For a heterogeneous cluster (``cluster``, ``--cluster v100:36,p100:36,k80:36``) the jobs get
+their epoch durations on every GPU type of the table (the bundled ``gavel`` table by default),
+and the mean inter-arrival time is ``ARRIVAL_GPU_SECONDS / C``, ``C`` the cluster's capacity in
+GPUs of the table's primary type (:meth:`GeneratorParameters.capacity_gpus`): the arrival rate
+per unit of capacity of the homogeneous traces.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from os import PathLike
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +39,9 @@ from shockwave.errors import TraceError, UsageError
 from shockwave.limits import MAX_SECONDS
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces.gavel_format import load_throughputs
+
+if TYPE_CHECKING:
+    from shockwave.heterogeneous.cluster import ClusterSpec
 
 #: Mean inter-arrival time x GPUs (GPU-seconds) of the original's traces: 40 s on 32 GPUs
 #: (120 jobs), 10 s on 128 (460 jobs), 5 s on 256 (900 jobs) all give 1280; only the 220-job
@@ -99,6 +108,11 @@ def default_throughputs(gpus: int) -> str:
     return "tacc" if gpus <= TACC_MAX_GPUS else "wisr"
 
 
+#: The bundled throughput table a heterogeneous cluster's trace is drawn with by default: Gavel's
+#: simulation throughputs (``v100``, ``p100``, ``k80``).
+DEFAULT_TYPED_THROUGHPUTS = "gavel"
+
+
 @dataclass(frozen=True)
 class GeneratorParameters:
     """Everything that determines a generated trace; the same parameters give the same bytes.
@@ -148,6 +162,15 @@ class GeneratorParameters:
             drawn, before adaptation, which shortens most adaptive jobs). With ``days`` too, the
             number of jobs follows (:meth:`jobs_for`) and ``jobs`` must equal it. ``None``: not
             used. Neither may be combined with ``mean_interarrival``.
+        cluster: a heterogeneous cluster (a :class:`~shockwave.heterogeneous.cluster.ClusterSpec`
+            or its text, ``"v100:36,p100:36,k80:36"``), or ``None`` (``gpus`` identical GPUs of
+            the table's primary type). With a cluster, ``gpus`` must be its total
+            (:meth:`for_cluster` fills it in), the default table is
+            :data:`DEFAULT_TYPED_THROUGHPUTS`, every type of the cluster must be in the table
+            and serve every job the generator can draw, each job gets its epoch durations on
+            every type of the table (``Job.epoch_seconds_by_type``), and the arrival rate
+            follows the cluster's capacity (:meth:`capacity_gpus`). Nominal durations (and
+            ``total_steps``) are on the table's primary type.
     """
 
     jobs: int
@@ -171,6 +194,15 @@ class GeneratorParameters:
     high_priority_weight: float = 5.0
     days: float | None = None
     load: float | None = None
+    cluster: ClusterSpec | str | None = None
+
+    @classmethod
+    def for_cluster(
+        cls, jobs: int, cluster: ClusterSpec | str, **parameters: Any
+    ) -> GeneratorParameters:
+        """Parameters for a heterogeneous ``cluster`` (``gpus`` is its total)."""
+        spec = parse_cluster(cluster)
+        return cls(jobs=jobs, gpus=spec.total_gpus, cluster=spec, **parameters)
 
     def __post_init__(self) -> None:
         for name in (
@@ -182,6 +214,15 @@ class GeneratorParameters:
                 raise GeneratorParameterError(name, f"must be a sequence, got {value!r}")
             object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "templates", tuple(map(_as_template, self.templates)))
+        if self.cluster is not None:
+            spec = parse_cluster(self.cluster)
+            object.__setattr__(self, "cluster", spec)
+            if is_integer(self.gpus) and self.gpus != spec.total_gpus:
+                raise GeneratorParameterError(
+                    "gpus",
+                    f"must be the cluster's {spec.total_gpus} GPUs ({spec}), got {self.gpus}: "
+                    "give --cluster alone",
+                )
         _check_parameters(self)
         # numpy integers are valid input, but random.Random takes only Python ints as seeds
         for name in ("jobs", "gpus", "seed", "duration_grid_points"):
@@ -195,10 +236,54 @@ class GeneratorParameters:
         if self.days is not None:
             return float(self.days) * SECONDS_PER_DAY / self.jobs
         if self.load is not None:
-            return self.expected_job_gpu_seconds() / (float(self.load) * self.gpus)
+            return self.expected_job_gpu_seconds() / (float(self.load) * self._capacity())
         if self.mean_interarrival is None:
+            if self.cluster is not None:
+                return ARRIVAL_GPU_SECONDS / self.capacity_gpus()
             return default_mean_interarrival(self.gpus)
         return float(self.mean_interarrival)
+
+    def _capacity(self) -> float | int:
+        """``gpus``, or for a heterogeneous cluster :meth:`capacity_gpus`."""
+        return self.gpus if self.cluster is None else self.capacity_gpus()
+
+    def capacity_gpus(self) -> float:
+        """The cluster's capacity in GPUs of the table's primary type: ``sum_k n_k s_k``, ``n_k``
+        the GPUs of type ``k`` and ``s_k`` its speed relative to the primary type, the geometric
+        mean over the job types the generator can draw (each template at its initial batch
+        size, on each gang size it can draw) of ``thr_k / thr_primary``. ``gpus`` without a
+        cluster.
+
+        Raises:
+            GeneratorParameterError: as :meth:`throughput_table`, or naming ``cluster`` for a
+                type the table does not have or that has no throughput for a drawn job type.
+        """
+        if self.cluster is None:
+            return float(self.gpus)
+        cached: float | None = self.__dict__.get("_capacity_gpus")
+        if cached is not None:
+            return cached
+        spec = parse_cluster(self.cluster)
+        table = self.throughput_table()
+        check_cluster_types(self, table)
+        keys = sorted(
+            {
+                (t.model, t.batch_size, gang)
+                for t in self.templates
+                for gang in (self.drawn_gang_sizes() if t.launch.distributed else [1])
+            }
+        )
+        capacity = 0.0
+        for name, count in zip(spec.types, spec.counts, strict=True):
+            entries = table.entries_of(name)
+            logs = [math.log(entries[key] / table.entries[key]) for key in keys]
+            capacity += count * math.exp(math.fsum(logs) / len(logs))
+        object.__setattr__(self, "_capacity_gpus", capacity)
+        return capacity
+
+    def drawn_gang_sizes(self) -> list[int]:
+        """The gang sizes of positive probability."""
+        return [w for w, q in zip(self.gang_sizes, self.gang_size_mix, strict=True) if q > 0]
 
     def expected_job_gpu_seconds(self) -> float:
         """Expected nominal exclusive GPU-seconds of one drawn job: its expected gang size times
@@ -221,30 +306,38 @@ class GeneratorParameters:
         gap = self.effective_mean_interarrival
         if gap <= 0:
             return math.inf
-        return self.expected_job_gpu_seconds() / (gap * self.gpus)
+        return self.expected_job_gpu_seconds() / (gap * self._capacity())
 
     def jobs_for(self, days: float, load: float) -> int:
         """The number of jobs that offers ``load`` over ``days`` days (rounded, at least 0)."""
-        work = float(load) * self.gpus * float(days) * SECONDS_PER_DAY
+        work = float(load) * self._capacity() * float(days) * SECONDS_PER_DAY
         return max(0, round(work / self.expected_job_gpu_seconds()))
 
     @property
     def throughputs_label(self) -> str:
         """A short description of the throughput table in use (a name or a path)."""
-        spec = self.throughputs if self.throughputs is not None else default_throughputs(self.gpus)
+        spec = self.throughputs if self.throughputs is not None else self._default_throughputs()
         return spec.source if isinstance(spec, ThroughputTable) else str(spec)
 
+    def _default_throughputs(self) -> str:
+        if self.cluster is not None:
+            return DEFAULT_TYPED_THROUGHPUTS
+        return default_throughputs(self.gpus)
+
     def throughput_table(self) -> ThroughputTable:
-        """The throughput table in use (reads a file or a bundled table).
+        """The throughput table in use (reads a file or a bundled table): without ``cluster``,
+        only its primary type (the jobs of a homogeneous trace have one profile); with it, every
+        type.
 
         Raises:
             GeneratorParameterError: naming ``throughputs`` if the table cannot be read.
         """
-        spec = self.throughputs if self.throughputs is not None else default_throughputs(self.gpus)
+        spec = self.throughputs if self.throughputs is not None else self._default_throughputs()
         try:
-            return load_throughputs(spec)
+            table = load_throughputs(spec)
         except TraceError as exc:
             raise GeneratorParameterError("throughputs", str(exc)) from None
+        return table if self.cluster is not None else table.primary_only()
 
     def duration_grid_hours(self) -> npt.NDArray[np.float64]:
         """The grid of nominal durations, hours, ascending (``duration_grid_points`` values)."""
@@ -272,9 +365,8 @@ class GeneratorParameters:
         Options left at their defaults are omitted; a throughput table given as an object is
         named by its source.
         """
-        parts = [
-            f"shockwave trace generate --jobs {self.jobs} --gpus {self.gpus} --seed {self.seed}"
-        ]
+        size = f"--gpus {self.gpus}" if self.cluster is None else f"--cluster {self.cluster}"
+        parts = [f"shockwave trace generate --jobs {self.jobs} {size} --seed {self.seed}"]
         for name, default in PARAMETER_DEFAULTS.items():
             value = getattr(self, name)
             if name == "seed" or value == default:
@@ -295,8 +387,44 @@ class GeneratorParameters:
 PARAMETER_DEFAULTS: dict[str, Any] = {
     name: spec.default
     for name, spec in GeneratorParameters.__dataclass_fields__.items()
-    if name not in ("jobs", "gpus")
+    if name not in ("jobs", "gpus", "cluster")
 }
+
+
+def parse_cluster(cluster: object) -> ClusterSpec:
+    """``cluster`` (a spec or its text) as a
+    :class:`~shockwave.heterogeneous.cluster.ClusterSpec`; :class:`GeneratorParameterError`
+    naming ``cluster`` if malformed."""
+    from shockwave.heterogeneous.cluster import ClusterSpec  # only heterogeneous traces need it
+
+    if isinstance(cluster, ClusterSpec):
+        return cluster
+    if not isinstance(cluster, str):
+        raise GeneratorParameterError(
+            "cluster", f"must be a ClusterSpec or its text (TYPE:COUNT,...), got {cluster!r}"
+        )
+    try:
+        return ClusterSpec.parse(cluster)
+    except ValueError as exc:
+        raise GeneratorParameterError("cluster", str(exc)) from None
+
+
+def check_cluster_types(parameters: GeneratorParameters, table: ThroughputTable) -> None:
+    """Check that every GPU type of ``parameters.cluster`` is a worker type of ``table``.
+
+    Raises:
+        GeneratorParameterError: naming ``cluster`` and the type.
+    """
+    if parameters.cluster is None:
+        return
+    spec = parse_cluster(parameters.cluster)
+    for name in spec.types:
+        if name not in table.worker_types:
+            raise GeneratorParameterError(
+                "cluster",
+                f"GPU type {name!r} is not a worker type of {table.source} (its types: "
+                f"{', '.join(table.worker_types)}); give --throughputs with that type",
+            )
 
 
 def _number_text(value: float) -> str:
@@ -427,6 +555,15 @@ def _check_parameters(p: GeneratorParameters) -> None:
             f"gang size {max(too_big)} has a positive probability but the cluster has only "
             f"{p.gpus} GPUs (change --gang-size-mix)",
         )
+    if p.cluster is not None and any(template.launch.distributed for template in p.templates):
+        spec = parse_cluster(p.cluster)
+        largest = max(spec.counts)
+        if max(drawn) > largest:
+            raise GeneratorParameterError(
+                "cluster",
+                f"gang size {max(drawn)} has a positive probability but no GPU type of {spec} "
+                f"has that many GPUs (a gang runs on one type; change --gang-size-mix)",
+            )
 
     _check_mix("mode_mix", p.mode_mix, 3, "modes (static, accordion, gns)")
     _check_real("accordion_min_seconds", p.accordion_min_seconds, low=0.0)

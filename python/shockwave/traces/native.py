@@ -65,6 +65,13 @@ Version 1 is version 2 without the keys marked (v2) and without ``conversion``: 
 are still read (a v2 key in a version-1 file is an error, like any unknown key), and the writer
 writes version 2.
 
+Version 3 (``docs/formats.md``) is version 2 plus, in the header, ``worker_type`` (the GPU
+type of ``throughputs``, default ``v100``) and ``other_worker_types`` (``{type: <a table as
+throughputs is written>}``), and in a job line ``epoch_seconds_by_type`` (``{type: per-epoch
+array}``, seconds per epoch alone on the gang on that type) and ``gpu_types`` (the types the job
+may run on). The writer writes version 3 only for a workload that needs it (a job with either
+key); a homogeneous workload is written as version 2, byte for byte as before.
+
 Unknown keys are errors (a misspelt optional key must not be silently ignored). Floats are
 written with Python's shortest round-trip representation, so write-then-read is the identity.
 """
@@ -87,13 +94,18 @@ from shockwave.epoch_profile import EpochColumn
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
 from shockwave.run_spec import RunSpec
-from shockwave.throughputs import RuntimeCosts, ThroughputTable
+from shockwave.throughputs import DEFAULT_WORKER_TYPE, RuntimeCosts, ThroughputTable
+from shockwave.worker_types import is_worker_type_name
 from shockwave.workload import Job, Workload
 
 FORMAT_NAME = "shockwave-workload"
+#: The version written for a homogeneous workload (no job with per-type profiles or GPU-type
+#: constraints, a throughput table of one type): byte for byte what was always written.
 FORMAT_VERSION = 2
+#: The version written for a heterogeneous one (:func:`workload_version`).
+TYPED_FORMAT_VERSION = 3
 #: Versions the reader accepts.
-READABLE_VERSIONS = (1, 2)
+READABLE_VERSIONS = (1, 2, 3)
 
 _REQUIRED = ("id", "arrival_time", "gang_size", "model", "epochs", "batch_sizes", "epoch_seconds")
 _OPTIONAL = (
@@ -109,13 +121,32 @@ _OPTIONAL = (
     "vc",
     "status",
     "requested_gpus",
+    "epoch_seconds_by_type",
+    "gpu_types",
 )
 #: Job keys that version 1 does not know.
 _SINCE_VERSION_2 = frozenset(("source_id", "user", "vc", "status", "requested_gpus"))
-_HEADER_KEYS = {
+#: Job keys that versions 1 and 2 do not know.
+_SINCE_VERSION_3 = frozenset(("epoch_seconds_by_type", "gpu_types"))
+_HEADER_KEYS: dict[int, frozenset[str]] = {
     1: frozenset(("format", "version", "jobs", "source", "throughputs")),
     2: frozenset(("format", "version", "jobs", "source", "throughputs", "conversion", "costs")),
 }
+_HEADER_KEYS[3] = _HEADER_KEYS[2] | {"worker_type", "other_worker_types"}
+
+
+def workload_version(workload: Workload) -> int:
+    """The format version :func:`write_native` writes for ``workload``: 3 if a job has
+    per-type profiles or GPU-type constraints, else 2 (a homogeneous workload: a version-2 file
+    holds its throughput table's primary type only)."""
+    if any(job_is_typed(job) for job in workload.jobs):
+        return TYPED_FORMAT_VERSION
+    return FORMAT_VERSION
+
+
+def job_is_typed(job: Job) -> bool:
+    """Whether ``job`` needs version 3 (per-type profiles or a GPU-type constraint)."""
+    return job.epoch_seconds_by_type is not None or job.gpu_types is not None
 
 
 def job_to_record(job: Job) -> dict[str, Any]:
@@ -146,6 +177,13 @@ def job_to_record(job: Job) -> dict[str, Any]:
             record[key] = text
     if job.requested_gpus is not None:
         record["requested_gpus"] = float(job.requested_gpus)
+    by_type = job.epoch_seconds_by_type
+    if by_type is not None:
+        record["epoch_seconds_by_type"] = {
+            name: encode_epochs(profile.expand_seconds()) for name, profile in by_type.items()
+        }
+    if job.gpu_types is not None:
+        record["gpu_types"] = list(job.gpu_types)
     return record
 
 
@@ -214,6 +252,7 @@ def write_native(workload: Workload, path: str | PathLike[str]) -> None:
         throughputs=workload.throughputs,
         conversion=workload.conversion,
         costs=workload.costs,
+        version=workload_version(workload),
     )
 
 
@@ -226,22 +265,35 @@ def write_native_jobs(
     throughputs: ThroughputTable | None,
     conversion: Mapping[str, Any] | None = None,
     costs: RuntimeCosts | None = None,
+    version: int = FORMAT_VERSION,
 ) -> None:
     """Stream ``count`` jobs to ``path`` in the native format, one line at a time (bounded
-    memory), replacing ``path`` atomically when all are written.
+    memory), replacing ``path`` atomically when all are written. ``version``: 2, or 3 when a job
+    has per-type profiles or constraints (:func:`workload_version`); version 3 also writes the
+    table's other worker types.
 
     Raises:
-        ValueError: if ``jobs`` does not yield exactly ``count`` jobs (nothing is written).
+        ValueError: if ``jobs`` does not yield exactly ``count`` jobs, or version 2 is asked
+            for a job that needs version 3 (nothing is written).
     """
     write_native_records(
-        (job_to_record(job) for job in jobs),
+        (_checked_record(job, version) for job in jobs),
         path,
         count=count,
         source=source,
         throughputs=throughputs,
         conversion=conversion,
         costs=costs,
+        version=version,
     )
+
+
+def _checked_record(job: Job, version: int) -> dict[str, Any]:
+    if version < TYPED_FORMAT_VERSION and job_is_typed(job):
+        raise ValueError(
+            f"job {job.job_id} has per-type profiles or gpu_types: format version 3 is needed"
+        )
+    return job_to_record(job)
 
 
 def write_native_records(
@@ -253,6 +305,7 @@ def write_native_records(
     throughputs: ThroughputTable | None,
     conversion: Mapping[str, Any] | None = None,
     costs: RuntimeCosts | None = None,
+    version: int = FORMAT_VERSION,
 ) -> None:
     """:func:`write_native_jobs` for job records already in the form of :func:`job_to_record`
     (for writers that make many jobs and check them as they make them; a reader checks every
@@ -268,6 +321,7 @@ def write_native_records(
         throughputs=throughputs,
         conversion=conversion,
         costs=costs,
+        version=version,
     )
     with atomic_writer(path) as out:
         for line in lines:
@@ -284,6 +338,7 @@ def native_text(workload: Workload) -> str:
             throughputs=workload.throughputs,
             conversion=workload.conversion,
             costs=workload.costs,
+            version=workload_version(workload),
         )
     )
 
@@ -296,20 +351,29 @@ def native_lines(
     throughputs: ThroughputTable | None,
     conversion: Mapping[str, Any] | None = None,
     costs: RuntimeCosts | None = None,
+    version: int = FORMAT_VERSION,
 ) -> Iterator[str]:
     """The lines of a native file (each with its newline): the header, then one per record.
 
     Raises:
         ValueError: (after the last line) if ``records`` did not yield exactly ``count``.
     """
+    if version not in (FORMAT_VERSION, TYPED_FORMAT_VERSION):
+        raise ValueError(
+            f"version: writes {FORMAT_VERSION} or {TYPED_FORMAT_VERSION}, not {version!r}"
+        )
     header: dict[str, Any] = {
         "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
+        "version": version,
         "jobs": count,
         "source": source,
     }
     if throughputs is not None:
         header["throughputs"] = throughputs.to_dict()
+        if version >= TYPED_FORMAT_VERSION:
+            header["worker_type"] = throughputs.worker_type
+            if throughputs.other_types:
+                header["other_worker_types"] = throughputs.other_types_to_dict()
     if conversion is not None:
         header["conversion"] = dict(conversion)
     if costs is not None:
@@ -360,7 +424,7 @@ def parse_native(text: str, path: str | PathLike[str]) -> Workload:
         if header is None:
             header = _check_header(obj, path)
             if "throughputs" in header:
-                throughputs = ThroughputTable.from_dict(header["throughputs"], source=f"{path}:1")
+                throughputs = _header_table(header, path)
             continue
         job = _record_to_job(obj, path, number, header["version"])
         if job.job_id in seen_ids:
@@ -391,6 +455,27 @@ def parse_native(text: str, path: str | PathLike[str]) -> Workload:
     )
 
 
+def _header_table(header: dict[str, Any], path: str | PathLike[str]) -> ThroughputTable:
+    """The header's throughput table: ``throughputs`` (of ``worker_type``, v3) and, in version
+    3, ``other_worker_types``."""
+    worker_type = header.get("worker_type", DEFAULT_WORKER_TYPE)
+    if not is_worker_type_name(worker_type):
+        raise TraceError(
+            f"must be a GPU type name, got {worker_type!r}", path=path, line=1, field="worker_type"
+        )
+    if "other_worker_types" not in header:  # as versions 1 and 2 always named it
+        return ThroughputTable.from_dict(header["throughputs"], source=f"{path}:1")
+    try:
+        return ThroughputTable.from_dict(
+            header["throughputs"],
+            source=str(path),
+            worker_type=worker_type,
+            other_types=header["other_worker_types"],
+        )
+    except TraceError as exc:
+        raise TraceError(exc.reason, path=path, line=1, field=exc.field) from None
+
+
 def _decode(line: str, path: str | PathLike[str], number: int) -> dict[str, Any]:
     try:
         obj = json.loads(line)
@@ -411,7 +496,7 @@ def _check_header(obj: dict[str, Any], path: str | PathLike[str]) -> dict[str, A
         )  # fmt: skip
     version = obj.get("version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        known = " and ".join(str(v) for v in READABLE_VERSIONS)
+        known = ", ".join(str(v) for v in READABLE_VERSIONS)
         raise TraceError(
             f"unsupported version {version!r} (this reader knows {known})",
             path=path, line=1, field="version",
@@ -461,6 +546,8 @@ def _record_to_job(
     unknown = set(obj) - set(_REQUIRED) - set(_OPTIONAL)
     if version < 2:
         unknown |= set(obj) & _SINCE_VERSION_2
+    if version < 3:
+        unknown |= set(obj) & _SINCE_VERSION_3
     if unknown:
         raise TraceError(
             f"unknown keys {sorted(unknown)} (format version {version})", path=path, line=number
@@ -487,6 +574,9 @@ def _record_to_job(
         raise TraceError(
             f"must be an integer >= 1, got {epochs!r}", path=path, line=number, field="epochs"
         )
+    by_type = None
+    if "epoch_seconds_by_type" in obj:
+        by_type = _type_columns(obj["epoch_seconds_by_type"], path, number)
     run = None
     if "run" in obj:
         try:
@@ -513,8 +603,29 @@ def _record_to_job(
             vc=obj.get("vc"),
             status=obj.get("status"),
             requested_gpus=obj.get("requested_gpus"),
+            epoch_seconds_by_type=by_type,
+            gpu_types=obj.get("gpu_types"),
         )
     except JobFieldError as exc:
         raise TraceError(exc.reason, path=path, line=number, field=exc.field) from None
     except (ValueError, TypeError, OverflowError) as exc:  # e.g. a string for a number
         raise TraceError(f"invalid value ({exc})", path=path, line=number) from None
+
+
+def _type_columns(
+    value: Any, path: str | PathLike[str], number: int
+) -> dict[str, list[Any] | EpochColumn]:
+    """A job line's ``epoch_seconds_by_type``: ``{type: per-epoch array}``."""
+    if not isinstance(value, dict) or not value:
+        raise TraceError(
+            "must map GPU types to per-epoch durations", path=path, line=number,
+            field="epoch_seconds_by_type",
+        )  # fmt: skip
+    out: dict[str, list[Any] | EpochColumn] = {}
+    for name, column in value.items():
+        key = f"epoch_seconds_by_type.{name}"
+        try:
+            out[name] = decode_epoch_column(column, key)
+        except ValueError as exc:
+            raise TraceError(str(exc), path=path, line=number, field=key) from None
+    return out

@@ -31,7 +31,12 @@ from shockwave.errors import JobFieldError, TraceError
 from shockwave.limits import INT64_MAX, MAX_SECONDS
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces.gavel_format import load_throughputs
-from shockwave.traces.native import encode_epochs, write_native_records
+from shockwave.traces.native import (
+    FORMAT_VERSION,
+    TYPED_FORMAT_VERSION,
+    encode_epochs,
+    write_native_records,
+)
 from shockwave.traces.production.assignment import JobAssigner, NoJobTypeError, job_uniforms
 from shockwave.traces.production.fields import Where, format_datetime
 from shockwave.traces.production.helios import HeliosReader
@@ -203,6 +208,8 @@ class _Plan:
     ties: int = 0
     #: jobs written to the spool (all that passed the filters but --max-jobs)
     spooled: int = 0
+    #: whether a kept job has GPU-type constraints (the output is then format version 3)
+    typed: bool = False
 
 
 def _in_seconds(jobs: Iterator[SourceJob], units_per_second: int) -> Iterator[SourceJob]:
@@ -238,6 +245,7 @@ def _survey(
     schema = reader.schema
     check_unit = schema.clock == "seconds" and options.time_unit is None
     submits = array("d")
+    typed = array("b")
     latest, latest_where = -math.inf, None
     dump = marshal.dump
     batch: list[tuple[Any, ...]] = []
@@ -263,10 +271,13 @@ def _survey(
             raise ConversionOptionError("--throughputs", str(exc)) from None
         if max_jobs is not None:
             submits.append(job.submit)
+            typed.append(job.gpu_types is not None)
+        elif job.gpu_types is not None:
+            plan.typed = True
         if job.submit > latest:
             latest, latest_where = job.submit, job.where
         where = job.where
-        batch.append((*job[:-1], where.line, where.element))
+        batch.append((*job[:8], where.line, where.element, job.gpu_types))
         if len(batch) == _SPOOL_BATCH:
             dump(batch, spool)
             batch.clear()
@@ -290,7 +301,22 @@ def _survey(
         plan.ties = max_jobs - int(np.count_nonzero(values < plan.last_submit))
         plan.dropped["max_jobs"] = plan.kept - max_jobs
         plan.kept = max_jobs
+    if max_jobs is not None:
+        plan.typed = _keeps_typed(submits, typed, plan)
     return plan
+
+
+def _keeps_typed(submits: array[float], typed: array[int], plan: _Plan) -> bool:
+    """Whether a job within the ``--max-jobs`` cut (as :func:`_spooled` takes it) is typed."""
+    ties = plan.ties
+    for submit, flag in zip(submits, typed, strict=True):
+        if submit >= plan.last_submit:
+            if submit > plan.last_submit or ties == 0:
+                continue
+            ties -= 1
+        if flag:
+            return True
+    return False
 
 
 def _spooled(reader: SourceReader, plan: _Plan, spool: BinaryIO) -> Iterator[SourceJob]:
@@ -309,6 +335,7 @@ def _spooled(reader: SourceReader, plan: _Plan, spool: BinaryIO) -> Iterator[Sou
         requested,
         line,
         element,
+        gpu_types,
     ) in _spool_records(spool, plan.spooled):
         if submit >= plan.last_submit:
             if submit > plan.last_submit or ties == 0:
@@ -316,7 +343,7 @@ def _spooled(reader: SourceReader, plan: _Plan, spool: BinaryIO) -> Iterator[Sou
             ties -= 1
         yield SourceJob(
             source_id, submit, gpus, duration, user, vc, status, requested,
-            Where(path, line, element),
+            Where(path, line, element), gpu_types,
         )  # fmt: skip
 
 
@@ -366,6 +393,7 @@ def _to_job(
             vc=job.vc,
             status=job.status,
             requested_gpus=job.requested_gpus,
+            gpu_types=job.gpu_types,
         )
     except JobFieldError as exc:
         field = {
@@ -402,6 +430,8 @@ def _to_record(index: int, job: SourceJob, origin: float, assigner: JobAssigner)
             record[key] = text
     if job.requested_gpus is not None:
         record["requested_gpus"] = job.requested_gpus
+    if job.gpu_types is not None:
+        record["gpu_types"] = list(job.gpu_types)
     return record
 
 
@@ -486,6 +516,7 @@ def convert_production(
             source=_source_text(source, reader),
             throughputs=None,
             conversion=report.to_dict(),
+            version=TYPED_FORMAT_VERSION if plan.typed else FORMAT_VERSION,
         )
     return report
 

@@ -10,7 +10,10 @@ Rules: gang size = the sum over the job's tasks of ``inst_num x ceil(plan_gpu / 
 instance with a fraction of a GPU takes a whole one; the fractional request, the sum of
 ``inst_num x plan_gpu / 100``, is kept as ``requested_gpus``); run time = the latest end minus the
 earliest start of the job's **GPU tasks** (``plan_gpu`` > 0) that have both times: the time the
-job held GPUs (a CPU task such as a parameter server holds none).
+job held GPUs (a CPU task such as a parameter server holds none). GPU types: the ``gpu_type``
+of the job's GPU tasks, lower-cased (``V100M32`` is ``v100m32``), become the job's
+``gpu_types`` constraint (the types it may run on, in the order first seen); a job any of whose
+GPU tasks names no specific type (empty, or ``MISC``: PAI's other kinds) is unconstrained.
 
 The task table is read once and summarised per job (one small record per job with GPU tasks,
 about 350 bytes: memory grows with the number of GPU jobs, not with the rows); the job table is
@@ -34,6 +37,7 @@ from shockwave.traces.production.fields import (
     parse_number,
 )
 from shockwave.traces.production.records import SourceJob, SourceSchema
+from shockwave.worker_types import is_worker_type_name
 
 SCHEMA = SourceSchema(
     name="pai",
@@ -44,6 +48,8 @@ SCHEMA = SourceSchema(
     status_field="status",
     vc_field=None,
 )
+#: PAI's ``gpu_type`` for "other kinds" of GPU (lower-cased): no specific type.
+UNNAMED_GPU_TYPE = "misc"
 JOB_TABLE = "pai_job_table.csv"
 TASK_TABLE = "pai_task_table.csv"
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -81,9 +87,12 @@ def resolve_pai(path: str | PathLike[str]) -> tuple[Path, Path]:
 class _GpuTasks:
     """What the task table says about one job's GPU tasks."""
 
-    __slots__ = ("claimed", "end", "gpus", "requested", "start")
+    __slots__ = ("any_type", "claimed", "end", "gpus", "requested", "start", "types")
 
     def __init__(self) -> None:
+        #: the named GPU types of its tasks, in order; ``any_type``: a task named none
+        self.types: list[str] = []
+        self.any_type = False
         self.gpus = 0
         self.requested = 0.0
         self.start = math.inf
@@ -123,7 +132,7 @@ class PaiReader:
                 raise where.error("start_time", "missing (the submission time)")
             submit = parse_number(submitted, where, "start_time")
             summary = tasks.get(job_name)
-            gpus, duration, requested = 0, 0.0, None
+            gpus, duration, requested, types = 0, 0.0, None, None
             if summary is not None:
                 if summary.claimed[0] == this_pass:
                     raise where.error(
@@ -136,6 +145,8 @@ class PaiReader:
                     duration = summary.end - summary.start
                 if summary.requested < gpus:  # fractional (a float sum a rounding above: whole)
                     requested = summary.requested
+                if summary.types and not summary.any_type:
+                    types = tuple(summary.types)
             yield SourceJob(
                 source_id=job_name,
                 submit=submit,
@@ -146,6 +157,7 @@ class PaiReader:
                 status=optional_text(row[3]),
                 requested_gpus=requested,
                 where=where,
+                gpu_types=types,
             )
 
 
@@ -172,6 +184,13 @@ def _summarise_tasks(path: Path) -> dict[str, _GpuTasks]:
         if summary is None:
             summary = summaries[job_name] = _GpuTasks()
         summary.gpus += instances * math.ceil(plan / 100)
+        gpu_type = row[9].strip()
+        if gpu_type in MISSING or gpu_type.lower() == UNNAMED_GPU_TYPE:
+            summary.any_type = True
+        elif not is_worker_type_name(gpu_type):
+            raise where.error("gpu_type", f"{row[9].strip()!r} is not a GPU type name")
+        elif gpu_type.lower() not in summary.types:
+            summary.types.append(gpu_type.lower())
         summary.requested += instances * plan / 100
         start_text, end_text = row[4].strip(), row[5].strip()
         if start_text not in MISSING and end_text not in MISSING:

@@ -50,6 +50,8 @@ class SourceJob(NamedTuple):
         user, vc, status: as the trace writes them; ``None`` when absent.
         requested_gpus: GPUs requested when the trace allows fractions (PAI), else ``None``.
         where: the job's place in the input (for error messages).
+        gpu_types: the GPU types the job may run on when the trace says (PAI's ``gpu_type``),
+            else ``None``.
     """
 
     source_id: str
@@ -61,6 +63,7 @@ class SourceJob(NamedTuple):
     status: str | None
     requested_gpus: float | None
     where: Where
+    gpu_types: tuple[str, ...] | None = None
 
 
 class SourceReader(Protocol):

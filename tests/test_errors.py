@@ -27,6 +27,7 @@ from shockwave.errors import (
 from shockwave.heterogeneous import GavelSolverError
 from shockwave.heterogeneous.cluster import ClusterSpecError
 from shockwave.heterogeneous.workload_check import UnknownGpuTypeError, UnschedulableJobError
+from shockwave.job import MeasurementError
 from shockwave.job.protocol import ProtocolError
 from shockwave.persistence import StateFormatError
 from shockwave.runtime import JournalError, RunDirectoryBusyError
@@ -56,6 +57,7 @@ CLASSES = [
     (PolicyOutputError, RunFailedError, ValueError),
     (SimulationStalledError, RunFailedError, RuntimeError),
     (GavelSolverError, RunFailedError, RuntimeError),
+    (MeasurementError, RunFailedError, RuntimeError),
     (ClusterSpecError, UsageError, ValueError),
     (UnknownGpuTypeError, UsageError, ValueError),
     (UnschedulableJobError, DataError, ValueError),

@@ -179,6 +179,4 @@ def test_record_covers_every_case() -> None:
 def test_one_type_gives_the_recorded_bits(
     case: tuple[int, int, int, int, float, str], typed: bool
 ) -> None:
-    if typed and not hasattr(market, "TYPED"):  # before GPU types: the record is (N, T) only
-        pytest.skip("no GPU types yet")
     assert run(case, typed) == json.loads(RECORD.read_text())[name(case)]

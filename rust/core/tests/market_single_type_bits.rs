@@ -171,7 +171,7 @@ fn run() -> String {
         let cold = solve(&m.problem(), &settings, None).expect("solve");
         let (market, solution) = if warm {
             let next = m.next_round(&cold);
-            let bids = shift_bids(&cold.bids, m.jobs, m.rounds, 1).expect("shift");
+            let bids = shift_bids(&cold.bids, m.jobs, m.rounds, 1, 1).expect("shift");
             let s = solve(&next.problem(), &settings, Some(&bids)).expect("warm solve");
             (next, s)
         } else {
@@ -182,6 +182,7 @@ fn run() -> String {
         let schedule = round_schedule(&RoundingInput {
             jobs: market.jobs,
             rounds: market.rounds,
+            types: 1,
             shares: &solution.shares,
             gang_sizes: &market.gang_sizes,
             supply: &market.supply,

@@ -218,8 +218,7 @@ def _market_array(value: object, argument: str) -> NDArray[np.float64]:
     if array.ndim not in (2, 3):
         raise InputError(
             argument,
-            "expected a 2-D (jobs, rounds) or 3-D (jobs, rounds, types) array, got "
-            f"{array.ndim}-D",
+            f"expected a 2-D (jobs, rounds) or 3-D (jobs, rounds, types) array, got {array.ndim}-D",
         )
     return array
 
@@ -253,7 +252,8 @@ def _supply(
         raise InputError(
             "supply",
             f"expected a scalar, ({types},) (per type) or ({rounds}, {types}) (per round and "
-            f"type) for {window} of {types} GPU types, got shape {supply.shape}",
+            f"type) for {window} of {rounds} rounds and {types} GPU types, got shape "
+            f"{supply.shape}",
         )
     return supply
 
@@ -476,9 +476,7 @@ def warm_start_bids(
             shifted = align_bids(shifted, previous_jobs, current_jobs)
         else:  # the budgets ride along as a last column: one lookup of the identifiers
             flat = shifted.reshape(shape[0], -1)
-            both = align_bids(
-                np.column_stack([flat, budget_pair[0]]), previous_jobs, current_jobs
-            )
+            both = align_bids(np.column_stack([flat, budget_pair[0]]), previous_jobs, current_jobs)
             shifted = both[:, :-1].reshape(len(current_jobs), *shape[1:])
             budget_pair = (both[:, -1], budget_pair[1])
     if budget_pair is not None:

@@ -164,7 +164,7 @@ def oracle_solve(market: Market, *, accuracy: float = 1e-13) -> OracleResult:
     g = market.supply if typed else market.supply[:, None]
     n = market.gang_sizes.astype(float)
     w, c, ubar = market.budgets, market.progress, market.ceilings
-    jobs, rounds, types = a.shape
+    _, rounds, types = a.shape
     fits = n[:, None, None] <= g[None, :, :]
     buyable = (a > 0) & fits & (w[:, None, None] > 0)
     active = buyable.any(axis=(1, 2))

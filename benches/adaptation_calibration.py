@@ -34,8 +34,9 @@ from typing import Any  # noqa: E402
 from shockwave.atomic import atomic_write_text  # noqa: E402
 from shockwave.job.context import JobContext  # noqa: E402
 from shockwave.job.families import FAMILIES  # noqa: E402
-from shockwave.job.spec import JobLaunch, RunSpec  # noqa: E402
+from shockwave.job.spec import JobLaunch  # noqa: E402
 from shockwave.job.trainer import train  # noqa: E402
+from shockwave.run_spec import RunSpec  # noqa: E402
 from shockwave.runtime.generate import job_regimes  # noqa: E402
 
 

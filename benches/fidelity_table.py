@@ -13,7 +13,8 @@ import json
 import numpy as np
 
 from shockwave.policies import ORIGINAL_NAMES, POLICIES
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from simulator_workloads import ROOT, canonical
 
 #: Reruns of the original with today's libraries (reference notes 4.5 and 4.7): not in the

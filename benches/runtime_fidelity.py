@@ -44,14 +44,14 @@ from typing import Any
 
 from shockwave.atomic import atomic_write_text
 from shockwave.metrics import SimulationResult
-from shockwave.runtime import RuntimeConfig, run_workload
-from shockwave.runtime.engine import RuntimeEngine
+from shockwave.runtime import RunStatus, RuntimeConfig, run_workload
 from shockwave.runtime.generate import generate_real_workload
 from shockwave.runtime.journal import Journal
 from shockwave.runtime.machine import refresh_machine_profile
 from shockwave.runtime.realized import realized_workload
 from shockwave.runtime.result import read_run_result
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces import load_throughputs, load_workload, write_native
 from shockwave.workload import Workload
@@ -195,14 +195,13 @@ def _replay(args: argparse.Namespace) -> dict[str, Any]:
 def _progress() -> Any:
     last = [-1]
 
-    def show(engine: RuntimeEngine) -> None:
-        if engine.k != last[0]:
-            last[0] = engine.k
-            counts = engine.counts()
-            done = counts.get("done", 0) + counts.get("failed", 0)
+    def show(status: RunStatus) -> None:
+        if status.round_index != last[0]:
+            last[0] = status.round_index
+            done = status.count("done", "failed")
             sys.stdout.write(
-                f"\r  round {engine.k:4d}  t={engine.trace_now() - engine.origin:6.0f} s  "
-                f"done {done}/{engine.n}"
+                f"\r  round {status.round_index:4d}  t={status.elapsed_seconds:6.0f} s  "
+                f"done {done}/{len(status.jobs)}"
             )
             sys.stdout.flush()
 

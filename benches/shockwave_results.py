@@ -26,7 +26,8 @@ from typing import Any
 
 from shockwave.atomic import atomic_write_text
 from shockwave.policies import ORIGINAL_NAMES, make_policy, policy_parameters
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.traces import load_workload
 from shockwave.workload import Workload
 

@@ -48,7 +48,8 @@ from typing import Any
 
 from shockwave.atomic import atomic_write_text
 from shockwave.policies import make_policy
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.traces import GeneratorParameters, generate_workload
 from shockwave.workload import Workload
 

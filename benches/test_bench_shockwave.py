@@ -11,8 +11,8 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from shockwave.policies.shockwave import Shockwave
-from shockwave.sim import SimulationConfig, simulate
-from shockwave.sim.errors import SimulationStalledError
+from shockwave.scheduling import SimulationConfig, SimulationStalledError
+from shockwave.sim import simulate
 from shockwave.traces import GeneratorParameters, generate_workload, load_workload
 from shockwave.workload import Workload
 

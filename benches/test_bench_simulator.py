@@ -14,7 +14,8 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 from shockwave.metrics import SimulationResult
 from shockwave.policies import POLICIES
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.workload import Workload
 from simulator_workloads import canonical, replicated
 

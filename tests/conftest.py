@@ -61,7 +61,7 @@ def machine_profile_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     do not spend a minute measuring this machine in every test. The test that measures a real
     profile points the variable elsewhere."""
     from shockwave.runtime.machine import ENV_CACHE_DIR, machine_id, profile_cache_path
-    from shockwave.runtime.profile import write_throughput_file
+    from shockwave.runtime.throughput_measurement import write_throughput_file
     from shockwave.throughputs import RuntimeCosts, ThroughputTable
 
     directory = tmp_path_factory.mktemp("shockwave-cache")

@@ -18,7 +18,8 @@ import pytest
 
 from shockwave.metrics import SimulationResult
 from shockwave.policies import ORIGINAL_NAMES
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.traces import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]

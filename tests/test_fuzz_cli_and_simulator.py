@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from shockwave.cli import exit_codes, main
 from shockwave.policies import POLICIES
-from shockwave.sim import SimulationConfig, SimulationStalledError, simulate
+from shockwave.scheduling import SimulationConfig, SimulationStalledError
+from shockwave.sim import simulate
 from shockwave.traces import write_native
 from shockwave.workload import Job, Workload
 

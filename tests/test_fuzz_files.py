@@ -2,8 +2,8 @@
 
 Readers get mutated valid files (fields replaced by huge integers, tiny and huge floats, NaN,
 text, nesting), random text and random bytes: each returns a workload or raises ``TraceError``
-(the CLI's config reader: its ``InputError``) naming the file. Writers get random valid jobs
-and records: what they write reads back unchanged.
+(the config reader, ``shockwave.config_file``: its ``ConfigError``) naming the file. Writers
+get random valid jobs and records: what they write reads back unchanged.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shockwave.cli.exit_codes import InputError
-from shockwave.cli.simulate_commands import read_config
+from shockwave.config_file import ConfigError, read_config
 from shockwave.errors import TraceError
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces import TraceRecord, parse_trace_lines, read_gavel_trace, read_native
@@ -222,7 +221,7 @@ def test_throughput_reader_returns_a_table_or_names_the_file(
 @fuzz(60)
 @given(
     table=st.dictionaries(
-        st.sampled_from(["simulation", "shockwave", "allox", "gavel", "nope"]),
+        st.sampled_from(["simulation", "runtime", "shockwave", "allox", "gavel", "nope"]),
         json_values,
         max_size=3,
     ),
@@ -242,8 +241,9 @@ def test_config_reader_returns_settings_or_names_the_file(
         path.write_text(json.dumps(table))
     try:
         read_config(path)
-    except InputError as exc:
+    except ConfigError as exc:
         assert str(exc).startswith(str(path)), str(exc)
+        assert exc.path == str(path)
 
 
 # ---------------------------------------------------------------------------------- writers

@@ -18,7 +18,8 @@ from shockwave.job import context as context_module
 from shockwave.job.checkpoint import load_checkpoint
 from shockwave.job.context import BOOKKEEPING_KEY, JobContext, connect
 from shockwave.job.protocol import JobMessage, Lease, SchedulerMessage
-from shockwave.job.spec import ENV_AUTHKEY, ENV_CHANNEL, ENV_JOB, JobLaunch, RunSpec
+from shockwave.job.spec import ENV_AUTHKEY, ENV_CHANNEL, ENV_JOB, JobLaunch
+from shockwave.run_spec import RunSpec
 
 STOP = SchedulerMessage(None)
 DROP = "drop"  # a handler's answer: close the connection

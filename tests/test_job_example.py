@@ -9,7 +9,8 @@ from pathlib import Path
 
 from shockwave.job.harness import PreemptionPlan, ScriptedScheduler
 from shockwave.job.protocol import JobMessage
-from shockwave.job.spec import JobLaunch, RunSpec
+from shockwave.job.spec import JobLaunch
+from shockwave.run_spec import RunSpec
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "examples" / "custom_job.py"

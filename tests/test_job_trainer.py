@@ -17,8 +17,9 @@ from shockwave.job.checkpoint import load_checkpoint, save_checkpoint
 from shockwave.job.context import JobContext
 from shockwave.job.families import FAMILIES
 from shockwave.job.harness import PreemptionPlan, ScriptedScheduler
-from shockwave.job.spec import JobLaunch, RunSpec
+from shockwave.job.spec import JobLaunch
 from shockwave.job.trainer import TrainingSettings, run_standalone, train
+from shockwave.run_spec import RunSpec
 
 MODES = ("static", "gns", "accordion")
 #: the regimes the runtime's generator gives a job of each mode (initial size first)

@@ -14,7 +14,8 @@ from shockwave.metrics import (
     themis_finish_time_fairness,
     unfair_fraction,
 )
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.traces import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]

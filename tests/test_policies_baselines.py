@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -13,7 +11,6 @@ from scipy.optimize import linprog
 
 from shockwave.policies import (
     POLICIES,
-    AllocationPolicy,
     AlloX,
     Fifo,
     FinishTimeFairness,
@@ -25,7 +22,7 @@ from shockwave.policies import (
     policy_parameters,
     resolve_policy_name,
 )
-from shockwave.sim.state import ClusterState, SampleLog
+from shockwave.scheduling import AllocationPolicy, ClusterState, SampleLog
 from shockwave.workload import Job, Workload
 
 
@@ -38,9 +35,11 @@ def make_state(
     waited: list[float] | None = None,
     weight: list[float] | None = None,
     job_ids: list[int] | None = None,
-    mechanics: Any = "exact",
+    original: bool = False,
     time: float = 10_000.0,
 ) -> ClusterState:
+    """A state of jobs with one-epoch profiles; ``original``: as the original simulator's
+    mechanics build it (step counters, runtime batch-size rules, the original's quirks)."""
     n = len(gang)
     ids = np.array(job_ids if job_ids is not None else range(n), dtype=np.int64)
     thr = np.array(throughput if throughput is not None else [1.0] * n, dtype=np.float64)
@@ -65,7 +64,9 @@ def make_state(
         round_index=5,
         gpus=gpus,
         round_seconds=120.0,
-        mechanics=mechanics,
+        progress_counter="steps" if original else "profile",
+        batch_size_changes="runtime-rules" if original else "profile",
+        original_quirks=original,
         workload=Workload(jobs),
         positions=np.arange(n, dtype=np.int64),
         job_ids=ids,
@@ -213,7 +214,7 @@ def test_themis_keeps_the_isolated_time_it_has_used() -> None:
 
 
 def test_themis_falls_back_to_isolated_shares_for_a_stuck_job() -> None:
-    state = make_state([1, 1], gpus=1, remaining_seconds=[-5.0, 1000.0], mechanics="gavel")
+    state = make_state([1, 1], gpus=1, remaining_seconds=[-5.0, 1000.0], original=True)
     assert FinishTimeFairness().allocate(state).tolist() == [0.5, 0.5]
 
 
@@ -252,9 +253,9 @@ def test_fifo_blocks_behind_the_head_of_the_queue() -> None:
 
 def test_fifo_oversubscribes_like_the_original_under_gavel_mechanics() -> None:
     policy = Fifo()
-    policy.allocate(make_state([1, 1, 1], gpus=2, mechanics="gavel"))
+    policy.allocate(make_state([1, 1, 1], gpus=2, original=True))
     # job 0 completes: the original counts free GPUs before subtracting job 1's
-    x = policy.allocate(make_state([1, 1, 1], gpus=2, job_ids=[1, 2, 3], mechanics="gavel"))
+    x = policy.allocate(make_state([1, 1, 1], gpus=2, job_ids=[1, 2, 3], original=True))
     assert x.tolist() == [1.0, 1.0, 0.0]
     exact = Fifo()
     exact.allocate(make_state([1, 1, 1], gpus=2))

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from shockwave.policies import AllocationPolicy, RoundPolicy
-from shockwave.sim import ClusterState, SimulationConfig, simulate
+from shockwave.scheduling import AllocationPolicy, ClusterState, RoundPolicy, SimulationConfig
+from shockwave.sim import simulate
 from shockwave.traces import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]

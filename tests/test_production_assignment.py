@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shockwave.catalog import MODEL_FAMILIES, ORIGINAL_JOB_TEMPLATES
-from shockwave.profiles import batch_size_schedule
+from shockwave.profile_rules import batch_size_schedule
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces.production import (
     MAX_EPOCHS,

@@ -10,7 +10,8 @@ import pytest
 
 from shockwave.cli import main
 from shockwave.policies import POLICIES
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.traces import read_native, write_native
 from shockwave.traces.production import ConversionOptions, read_production
 from shockwave.traces.production.synthetic import write_helios_like

@@ -21,7 +21,8 @@ from shockwave.adaptation import JobModels
 from shockwave.cli import exit_codes, main
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.policies.shockwave import Shockwave
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.traces import GeneratorParameters, write_generated
 from shockwave.traces import generate as generate_module
 from shockwave.workload import Job

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -23,8 +24,8 @@ import pytest
 
 from shockwave import atomic
 from shockwave.cli import exit_codes, main
-from shockwave.cli.exit_codes import OutputError
 from shockwave.cli.paths import check_distinct_paths
+from shockwave.errors import OutputError
 from shockwave.sweep import SpecError, load_spec
 from shockwave.sweep.cells import DEFAULT_MAX_CELLS
 from shockwave.sweep.spec import grid_axes, parse_spec
@@ -178,7 +179,7 @@ def test_the_shared_helper(tmp_path: Path) -> None:
     check_distinct_paths({"--out": str(b), "--other": None}, {"--in": str(a), "--none": ""})
     with pytest.raises(OutputError, match=r"^--out .* is the same file as --in ") as info:
         check_distinct_paths({"--out": str(tmp_path / "." / "a")}, {"--in": str(a)})
-    assert info.value.status == exit_codes.OUTPUT
+    assert info.value.exit_status == exit_codes.OUTPUT
     check_distinct_paths({"--save": str(a)}, {"--load": str(a)}, replaces=[("--save", "--load")])
     with pytest.raises(OutputError, match=r"^--x .* and --y .* are the same file"):
         check_distinct_paths({"--x": str(b), "--y": str(b)})
@@ -299,6 +300,121 @@ def test_ctrl_c_while_the_command_line_loads_exits_130_without_a_traceback(modul
     assert "Traceback" not in child.stderr and "KeyboardInterrupt" not in child.stderr
     assert child.returncode == exit_codes.INTERRUPTED, child.stderr
     assert child.stderr.strip() == "shockwave: interrupted"
+
+
+#: A process that presses Ctrl-C when the given module is imported, from before ``import
+#: shockwave`` (the console script's own first line imports ``shockwave.cli``).
+INTERRUPT_FROM_THE_START = """
+import os, signal, sys
+
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == sys.argv[1]:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+from shockwave.cli import main
+sys.exit(main(["--version"]))
+"""
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "importlib.metadata",  # the package's first import, right after its first instruction
+        "shockwave.errors",
+        "numpy",
+        "shockwave.throughputs",
+        "shockwave.workload",
+        "shockwave.cli",
+        "shockwave.cli.app",
+        "shockwave.policies",
+        "scipy.optimize",
+    ],
+)
+def test_ctrl_c_while_the_package_itself_loads_exits_130_without_a_traceback(module: str) -> None:
+    """Issue 25's leftover: an interruption inside ``import shockwave`` (numpy and the package's
+    own modules, before the command line's code runs) printed a traceback."""
+    command = [sys.executable, "-c", INTERRUPT_FROM_THE_START, module]
+    child = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPO)
+    if child.returncode == 0 and module == "importlib.metadata":
+        pytest.skip("importlib.metadata was loaded with the interpreter here")
+    assert child.returncode == exit_codes.INTERRUPTED, child.stderr
+    assert child.stderr == "shockwave: interrupted\n"
+    assert child.stdout == ""
+
+
+#: ``sitecustomize`` of the console-script test: the first import the ``shockwave`` package
+#: itself makes (its first instructions have run) writes one byte to the parent's pipe.
+SYNC_SITECUSTOMIZE = """
+import os, sys
+
+class _Sync:
+    sent = False
+
+    def find_spec(self, name, path=None, target=None):
+        if not self.sent and "shockwave" in sys.modules and name != "shockwave":
+            self.sent = True
+            os.write(int(os.environ["SHOCKWAVE_TEST_SYNC_FD"]), b"!")
+        return None
+
+sys.meta_path.insert(0, _Sync())
+"""
+
+
+@pytest.mark.parametrize("delay_ms", [0, 1, 3, 10, 30, 100, 250])
+def test_the_console_script_interrupted_at_any_early_instant_exits_130_quietly(
+    tmp_path: Path, delay_ms: int
+) -> None:
+    """The real ``shockwave`` console script, sent SIGINT ``delay_ms`` after the package's first
+    instruction (while numpy, the package and the command line load, about a second): one
+    line, status 130, every time."""
+    script = Path(sys.executable).parent / "shockwave"
+    if not script.is_file():
+        pytest.skip("no shockwave console script beside this interpreter")
+    (tmp_path / "sitecustomize.py").write_text(SYNC_SITECUSTOMIZE)
+    read, write = os.pipe()
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "SHOCKWAVE_TEST_SYNC_FD": str(write)}
+    try:
+        child = subprocess.Popen(
+            [str(script), "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env=env, pass_fds=(write,), cwd=tmp_path,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    try:
+        assert os.read(read, 1) == b"!", "the package was never imported"
+        time.sleep(delay_ms / 1000)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        os.close(read)
+        if child.poll() is None:
+            child.kill()
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert (child.returncode, err, out) == (exit_codes.INTERRUPTED, "shockwave: interrupted\n", "")
+
+
+def test_only_the_command_line_gets_the_start_up_handler() -> None:
+    """A program that imports shockwave (not its command line) keeps Python's Ctrl-C."""
+    code = (
+        "import signal, shockwave; "
+        "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert child.stdout.strip() == "True"
+    code = (
+        "import signal, sys; from shockwave.cli import main; main(['simulate']); "
+        "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, file=sys.stderr)"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    # main() gave Ctrl-C back before running a command
+    assert child.stderr.splitlines()[-1] == "True"
 
 
 def test_the_entry_point_module_imports_nothing_heavy() -> None:

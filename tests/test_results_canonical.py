@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.traces import load_workload
 
 from .conftest import CANONICAL_TRACE, TACC

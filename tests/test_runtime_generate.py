@@ -17,7 +17,10 @@ from shockwave.runtime.generate import (
     job_regimes,
     planned_schedule,
 )
-from shockwave.runtime.profile import profile_families, write_throughput_file
+from shockwave.runtime.throughput_measurement import (
+    measure_family_throughputs,
+    write_throughput_file,
+)
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces import load_workload
 
@@ -111,7 +114,7 @@ def test_generate_command_writes_a_runnable_workload(tmp_path: Path) -> None:
 
 def test_profile_measures_and_writes_the_originals_layout(tmp_path: Path) -> None:
     seen: list[tuple[str, int, int, float]] = []
-    table = profile_families(
+    table = measure_family_throughputs(
         ["softmax-digits"], [1], seconds=0.2, progress=lambda *a: seen.append(a)
     )
     sizes = FAMILIES["softmax-digits"].batch_sizes
@@ -125,6 +128,6 @@ def test_profile_measures_and_writes_the_originals_layout(tmp_path: Path) -> Non
     assert "('softmax-digits (batch size 16)', 1)" in raw["cpu"]
     assert ThroughputTable.from_file(path).entries == table.entries
     with pytest.raises(ValueError, match="gang sizes"):
-        profile_families(["softmax-digits"], [64])
+        measure_family_throughputs(["softmax-digits"], [64])
     with pytest.raises(ValueError, match="unknown family"):
-        profile_families(["resnet"])
+        measure_family_throughputs(["resnet"])

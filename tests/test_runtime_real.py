@@ -20,11 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import shockwave.runtime
 from shockwave.job.families import FAMILIES
-from shockwave.job.spec import RunSpec
-from shockwave.runtime import RuntimeConfig, run_workload
+from shockwave.run_spec import RunSpec
+from shockwave.runtime import RunStatus, RuntimeConfig, make_executor, run_workload
 from shockwave.runtime.config import usable_cores
-from shockwave.runtime.engine import RuntimeEngine
+from shockwave.runtime.executor import Executor
 from shockwave.runtime.generate import job_regimes, planned_schedule
 from shockwave.runtime.reference import reference_digest
 from shockwave.traces import write_native
@@ -103,18 +104,25 @@ def test_local_run_preempts_and_ends_with_the_uninterrupted_digests(
 
 
 def test_a_job_killed_mid_round_resumes_from_its_checkpoint(
-    workload: Workload, references: list[str], tmp_path: Path
+    workload: Workload, references: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     killed: list[int] = []
+    executors: list[Executor] = []
 
-    def kill_once(engine: RuntimeEngine) -> None:
-        if killed or engine.k < 3:
+    def recording(config: RuntimeConfig) -> Executor:
+        executors.append(make_executor(config))
+        return executors[-1]
+
+    monkeypatch.setattr(shockwave.runtime, "make_executor", recording)
+
+    def kill_once(status: RunStatus) -> None:
+        if killed or status.round_index < 3:
             return
-        for j, run in enumerate(engine.runs):
-            if run.status == "running":
-                process = engine.executor._processes[int(engine.job_ids[j])]  # type: ignore[attr-defined]
+        for job in status.jobs:
+            if job.phase == "running":
+                process = executors[-1]._processes[job.job_id]  # type: ignore[attr-defined]
                 os.kill(process.popen.pid, signal.SIGKILL)
-                killed.append(int(engine.job_ids[j]))
+                killed.append(job.job_id)
                 return
 
     config = RuntimeConfig(gpus=2, round_seconds=1.0, run_dir=tmp_path / "run")

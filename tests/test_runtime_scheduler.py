@@ -13,13 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shockwave.job.spec import RunSpec
 from shockwave.policies import make_policy
+from shockwave.run_spec import RunSpec
 from shockwave.runtime.config import RuntimeConfig
-from shockwave.runtime.engine import RuntimeEngine
 from shockwave.runtime.journal import Journal
 from shockwave.runtime.result import RunResult, run_result
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.runtime.scheduler import RuntimeScheduler
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.workload import Job, Workload
 from tests.runtime_fakes import FakeClock, FakeExecutor, Fault
 
@@ -66,7 +67,7 @@ def run_fake(
     config_overrides: dict[str, object] | None = None,
     executor_workload: Workload | None = None,
     **executor_options: object,
-) -> tuple[RunResult, RuntimeEngine, FakeExecutor]:
+) -> tuple[RunResult, RuntimeScheduler, FakeExecutor]:
     """Run ``workload`` on the fake executor; its jobs follow ``executor_workload``'s profiles
     (default: their own)."""
     clock = clock or FakeClock()
@@ -80,15 +81,17 @@ def run_fake(
     )
     journal = Journal(run_dir / "journal.sqlite", create=not resume)
     policy_instance = make_policy(policy)
-    engine = RuntimeEngine(workload, policy_instance, config, executor, journal, "cpu", clock=clock)
+    scheduler = RuntimeScheduler(
+        workload, policy_instance, config, executor, journal, "cpu", clock=clock
+    )
     if resume:
         snapshot = journal.snapshot()
         assert snapshot is not None
-        engine.restore(journal.rounds(), snapshot[1])
-    engine.execute()
-    result = run_result(engine, 0.0, executor.name)
+        scheduler.restore(journal.rounds(), snapshot[1])
+    scheduler.execute()
+    result = run_result(scheduler, 0.0, executor.name)
     journal.close()
-    return result, engine, executor
+    return result, scheduler, executor
 
 
 @pytest.mark.parametrize("policy", ["fifo", "gavel", "themis", "allox", "gandiva-fair"])
@@ -287,8 +290,7 @@ def test_realized_workload_replays_what_the_jobs_did(tmp_path: Path) -> None:
 
 
 def test_a_policy_error_stops_every_job_with_a_checkpoint_and_is_raised(tmp_path: Path) -> None:
-    from shockwave.policies.protocol import RoundPolicy
-    from shockwave.sim.errors import PolicyOutputError
+    from shockwave.scheduling import PolicyOutputError, RoundPolicy
 
     class Broken(RoundPolicy):
         name = "broken"
@@ -308,9 +310,9 @@ def test_a_policy_error_stops_every_job_with_a_checkpoint_and_is_raised(tmp_path
     executor = FakeExecutor(workload, clock, checkpoints=checkpoints)
     config = RuntimeConfig(gpus=2, round_seconds=10.0, run_dir=tmp_path)
     journal = Journal(tmp_path / "journal.sqlite", create=True)
-    engine = RuntimeEngine(workload, Broken(), config, executor, journal, "cpu", clock=clock)
+    scheduler = RuntimeScheduler(workload, Broken(), config, executor, journal, "cpu", clock=clock)
     with pytest.raises(PolicyOutputError, match="987654"):
-        engine.execute()
+        scheduler.execute()
     assert checkpoints  # the job that was training saved its work before the run ended
     assert executor.closed
     kinds = [row[3] for row in journal.events()]

@@ -23,13 +23,14 @@ import numpy as np
 import pytest
 
 from shockwave.job.families import FAMILIES
-from shockwave.job.spec import RunSpec
+from shockwave.run_spec import RunSpec
 from shockwave.runtime import RunDirectoryBusyError, RuntimeConfig, resume_run, run_workload
 from shockwave.runtime.config import usable_cores
 from shockwave.runtime.generate import generate_real_workload, planned_schedule
 from shockwave.runtime.machine import ENV_CACHE_DIR, profile_cache_path
 from shockwave.runtime.reference import reference_digest
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces import load_workload, read_native, write_native
 from shockwave.workload import Job, Workload
@@ -351,27 +352,20 @@ def test_cluster_profile_measures_throughputs_on_a_full_machine_and_the_costs(
 
 def test_the_progress_line_names_the_error_of_a_job_that_keeps_failing() -> None:
     import io
-    from types import SimpleNamespace
 
     from shockwave.cli.cluster_commands import LiveDisplay
-    from shockwave.runtime.engine import JobRun
+    from shockwave.runtime import RunStatus
+    from shockwave.runtime.live_cluster import JobStatus
 
-    crashing = JobRun(status="waiting", crashes=2, error="[Errno 2] No such file: 'ckpt.tmp'")
-    engine = SimpleNamespace(
-        k=3,
-        n=2,
-        gpus=2,
-        origin=0.0,
-        job_ids=np.array([7, 8]),
-        runs=[JobRun(status="running"), crashing],
-        counts=lambda: {"slots_busy": 1, "running": 1, "waiting": 1},
-        trace_now=lambda: 12.0,
-    )
+    error = "[Errno 2] No such file: 'ckpt.tmp'"
+
+    def status(round_index: int, phase: str) -> RunStatus:
+        jobs = (JobStatus(7, "running", 0, None), JobStatus(8, phase, 2, error))
+        return RunStatus(round_index, 12.0, gpus=2, slots_busy=1, jobs=jobs)
+
     stream = io.StringIO()
-    LiveDisplay(stream).update(engine)  # type: ignore[arg-type]
+    LiveDisplay(stream).update(status(3, "waiting"))
     assert "[job 8 crash 2: [Errno 2] No such file: 'ckpt.tmp']" in stream.getvalue()
-    crashing.status = "failed"
-    engine.k = 4
     display = LiveDisplay(stream)
-    display.update(engine)  # type: ignore[arg-type]
+    display.update(status(4, "failed"))
     assert "job 8 FAILED" in stream.getvalue()

@@ -23,8 +23,8 @@ from shockwave.policies.shockwave.fairness import (
     fairness_boost,
 )
 from shockwave.policies.shockwave.policy import paced_shares
-from shockwave.sim import SimulationConfig, simulate
-from shockwave.sim.state import ClusterState
+from shockwave.scheduling import ClusterState, SimulationConfig
+from shockwave.sim import simulate
 from shockwave.traces import GeneratorParameters, generate_workload
 from shockwave.workload import Job, Workload
 

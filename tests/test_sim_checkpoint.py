@@ -1,7 +1,8 @@
 """Checkpoint and resume: an interrupted simulation, resumed, equals the uninterrupted one.
 
 Also the byte-for-byte reproducibility of result files (results apart from timing) and the
-persistence of state (:mod:`shockwave.persistence`, ``JobModels.to_bytes``).
+persistence of state (:mod:`shockwave.persistence`, ``JobModels.to_bytes``). Tampered and
+corrupted checkpoints: ``tests/test_state_files.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from shockwave import persistence
 from shockwave.adaptation import JobModels
 from shockwave.cli import main
 from shockwave.policies import POLICIES
-from shockwave.sim import CheckpointSettings, Simulation, SimulationConfig, resume
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import CheckpointSettings, Simulation, resume_simulation
 from shockwave.workload import Workload
 
 from .conftest import CANONICAL_TRACE, TACC
@@ -68,7 +70,7 @@ def test_ctrl_c_with_a_checkpoint_saves_then_resumes_identically(
         Simulation(small, "shockwave", config).run(progress=ctrl_c_at_round_20, checkpoint=settings)
     assert Simulation.load(path).round_index == 20
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
-    assert resume(path).to_json() == whole.to_json()
+    assert resume_simulation(path).to_json() == whole.to_json()
 
 
 SIMULATE = ["simulate", "--trace", str(CANONICAL_TRACE), "--throughputs", str(TACC),
@@ -144,13 +146,13 @@ def test_job_models_round_trip_predicts_bit_for_bit() -> None:
 
 def test_state_files_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "state.bin"
-    persistence.save_state(path, {"answer": np.arange(3)})
-    assert persistence.load_state_file(path, dict)["answer"].tolist() == [0, 1, 2]
-    with pytest.raises(ValueError, match="holds a dict, expected a Simulation"):
-        persistence.load_state_file(path, Simulation)
+    persistence.save_state_file(path, "answers", {"answer": np.arange(3)})
+    assert persistence.load_state_file(path, "answers")["answer"].tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="holds a 'answers', expected a 'simulation-checkpoint'"):
+        Simulation.load(path)
     monkeypatch.setattr(persistence, "__version__", "9.9.9")
     with pytest.raises(ValueError, match="written by shockwave .*, this is 9.9.9"):
-        persistence.load_state_file(path, dict)
+        persistence.load_state_file(path, "answers")
 
 
 def test_a_finished_simulation_cannot_run_again(small: Workload, tmp_path: Path) -> None:

@@ -11,14 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shockwave.policies import AllocationPolicy, RoundPolicy, make_policy
-from shockwave.sim import (
+from shockwave.policies import make_policy
+from shockwave.scheduling import (
+    AllocationPolicy,
     ClusterState,
     PolicyOutputError,
+    RoundPolicy,
     SimulationConfig,
     SimulationStalledError,
-    simulate,
 )
+from shockwave.sim import simulate
 from shockwave.traces import load_workload
 from shockwave.workload import Job, Workload
 

@@ -10,8 +10,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from shockwave.policies import AllocationPolicy, GandivaFair, MaxMinFairness
-from shockwave.sim import ClusterState, SimulationConfig, simulate
+from shockwave.policies import GandivaFair, MaxMinFairness
+from shockwave.scheduling import AllocationPolicy, ClusterState, SimulationConfig
+from shockwave.sim import simulate
 from shockwave.sim.runtime_batch_size import (
     epoch_counter,
     rescale,

@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shockwave.policies.protocol import RoundPolicy
-from shockwave.scheduling import ClusterState
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import ClusterState, RoundPolicy, SimulationConfig
+from shockwave.sim import simulate
 from shockwave.workload import Workload
 from tests.test_runtime_scheduler import make_workload, run_fake
 

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from shockwave import InputError, market
-from shockwave.sim import SimulationConfig, simulate
+from shockwave.scheduling import SimulationConfig
+from shockwave.sim import simulate
 from shockwave.testing import Market, check_equilibrium, random_market, random_typed_market
 from shockwave.testing.strategies import (
     DEGENERATE,

@@ -6,11 +6,12 @@ import numpy as np
 import numpy.typing as npt
 from numpy.typing import NDArray
 
+# ``InternalError``: a bug in shockwave's Rust core (a panic caught at the binding), the Python
+# class registered in the extension under this name (a RuntimeError and a ShockwaveError).
+from shockwave.errors import InternalError as InternalError
+
 def core_version() -> str:
     """Version of the Rust core compiled into this extension."""
-
-class InternalError(RuntimeError):
-    """A bug in shockwave's Rust core (a panic caught at the binding): please report it."""
 
 def _panic_probe() -> None:
     """Panic on purpose inside the binding's guard (the guard's test); raises InternalError."""

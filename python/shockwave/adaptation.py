@@ -64,7 +64,7 @@ from shockwave.catalog import (
     model_family,
 )
 from shockwave.errors import InputError
-from shockwave.profiles import epoch_durations
+from shockwave.profile_rules import epoch_durations
 from shockwave.throughputs import ThroughputTable
 from shockwave.workload import Job
 
@@ -296,14 +296,14 @@ class JobModels:
         samples = job.samples_per_epoch
         if samples is None and job.model in MODEL_FAMILIES:
             samples = model_family(job.model).samples_per_epoch
-        runs = job.runs  # the profile as held, run-length encoded (never expanded)
+        profile = job.profile  # as held, run-length encoded (never expanded)
         self.add(
             job.job_id,
-            runs.batch_sizes,
-            runs.seconds,
+            profile.batch_sizes,
+            profile.seconds,
             extra_regimes=extra,
             samples_per_epoch=None if samples is None else float(samples),
-            epoch_counts=runs.counts,
+            epoch_counts=profile.counts,
         )
 
     def remove(self, job_id: int) -> None:
@@ -501,7 +501,7 @@ def runtime_regimes(job: Job, throughputs: ThroughputTable) -> dict[int, float]:
             while batch_size < top:
                 batch_size *= 2
                 reachable.add(batch_size)
-    in_profile = {int(b) for b in job.runs.distinct_batch_sizes()}
+    in_profile = {int(b) for b in job.profile.distinct_batch_sizes()}
     candidates = sorted(
         b
         for b in reachable - in_profile

@@ -8,7 +8,7 @@ code is ours.
 
 Two readers use these facts:
 
-* the *profile* builder (:mod:`shockwave.profiles`), which turns a trace line into a per-epoch
+* the *profile* builder (:mod:`shockwave.profile_rules`), which turns a trace line into a per-epoch
   batch-size and duration schedule, exactly as the original's ``generate_pickle_file`` does;
 * the ``gavel`` simulator mechanics, which reproduce the original's *runtime* batch-size rules
   (which differ from the profile: no 30 % rule, fewer Recommendation windows, ...).
@@ -189,7 +189,7 @@ def gns_staircase(model: str, initial_batch_size: int, gang_size: int) -> GnsSta
 
 
 @dataclass(frozen=True)
-class JobLaunch:
+class OriginalLaunch:
     """How the original's job table launches a model family: ``.trace`` fields 2 to 5.
 
     None of these fields matters to a simulation; they are kept so that generated traces carry
@@ -213,26 +213,26 @@ class JobLaunch:
 
 
 #: Launch facts of the five model families, read off the original's traces and job table.
-JOB_LAUNCHES: dict[str, JobLaunch] = {
-    "ResNet-18": JobLaunch(
+ORIGINAL_LAUNCHES: dict[str, OriginalLaunch] = {
+    "ResNet-18": OriginalLaunch(
         "python3 main.py --data_dir=%s/cifar10 --batch_size {batch_size}",
         "image_classification/cifar10", "--num_steps", needs_data_dir=True, distributed=True,
     ),
-    "ResNet-50": JobLaunch(
+    "ResNet-50": OriginalLaunch(
         "python3 main.py -j 4 -a resnet50 -b {batch_size} %s/imagenet/",
         "image_classification/imagenet", "--num_minibatches", needs_data_dir=True,
         distributed=True,
     ),
-    "Transformer": JobLaunch(
+    "Transformer": OriginalLaunch(
         "python3 train.py -data %s/translation/multi30k.atok.low.pt -batch_size {batch_size}"
         " -proj_share_weight",
         "translation", "-step", needs_data_dir=True, distributed=True,
     ),
-    "LM": JobLaunch(
+    "LM": OriginalLaunch(
         "python3 main.py --cuda --data %s/wikitext2 --batch_size {batch_size}",
         "language_modeling", "--steps", needs_data_dir=True, distributed=True,
     ),
-    "Recommendation": JobLaunch(
+    "Recommendation": OriginalLaunch(
         "python3 train.py --data_dir %s/ml-20m/pro_sg/ --batch_size {batch_size}",
         "recommendation", "-n", needs_data_dir=True, distributed=False,
     ),
@@ -252,12 +252,12 @@ class JobTemplate:
     batch_size: int
 
     @property
-    def launch(self) -> JobLaunch:
+    def launch(self) -> OriginalLaunch:
         """The model family's launch facts; raises ``KeyError`` naming an unknown model."""
         try:
-            return JOB_LAUNCHES[self.model]
+            return ORIGINAL_LAUNCHES[self.model]
         except KeyError:
-            known = ", ".join(sorted(JOB_LAUNCHES))
+            known = ", ".join(sorted(ORIGINAL_LAUNCHES))
             raise KeyError(f"unknown model {self.model!r} (known: {known})") from None
 
     @property

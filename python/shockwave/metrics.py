@@ -97,7 +97,7 @@ def cluster_utilization(record: SimulationRecord) -> float:
         per_gpu = [round(b / record.makespan, 5) for b in record.gpu_busy_seconds.tolist()]
         return float(np.mean(per_gpu))
     busy = float(np.sum(record.round_busy_gpu_seconds))
-    return busy / (record.config.gpus * record.makespan)
+    return busy / (record.gpus * record.makespan)
 
 
 def utilization_timeline(record: SimulationRecord) -> tuple[FloatArray, FloatArray]:
@@ -105,7 +105,7 @@ def utilization_timeline(record: SimulationRecord) -> tuple[FloatArray, FloatArr
     starts = record.round_start
     ends = np.r_[starts[1:], record.makespan] if starts.shape[0] else starts
     length = np.maximum(ends - starts, 1e-12)
-    return starts, record.round_busy_gpu_seconds / (record.config.gpus * length)
+    return starts, record.round_busy_gpu_seconds / (record.gpus * length)
 
 
 @dataclass(frozen=True)
@@ -233,7 +233,7 @@ def summarize(record: SimulationRecord) -> SimulationResult:
     """Compute every metric of a run."""
     jct = record.jct
     num_jobs = int(jct.shape[0])
-    gpus = record.config.gpus
+    gpus = record.gpus
     ftf = finish_time_fairness(jct, record.exclusive_seconds, num_jobs, gpus)
     themis = themis_finish_time_fairness(
         jct,
@@ -248,9 +248,9 @@ def summarize(record: SimulationRecord) -> SimulationResult:
     return SimulationResult(
         policy=record.policy_name,
         gpus=gpus,
-        mechanics=record.config.mechanics,
-        round_seconds=float(record.config.round_seconds),
-        seed=record.config.seed,
+        mechanics=record.mechanics,
+        round_seconds=float(record.round_seconds),
+        seed=record.seed,
         jobs=num_jobs,
         rounds=record.num_rounds,
         makespan=float(record.makespan),

@@ -18,9 +18,8 @@ import numpy.typing as npt
 
 from shockwave.arguments import is_integer
 from shockwave.catalog import ADAPTATION_MODES, AdaptationMode
-from shockwave.epoch_runs import EpochColumn, EpochRuns, merge_columns
+from shockwave.epoch_profile import EpochColumn, EpochProfile, merge_columns
 from shockwave.errors import JobFieldError
-from shockwave.job.spec import RunSpec
 from shockwave.limits import (
     INT64_MAX,
     MAX_EPOCHS_PER_JOB,
@@ -29,23 +28,24 @@ from shockwave.limits import (
     MIN_EPOCH_SECONDS,
     MIN_WEIGHT,
 )
+from shockwave.run_spec import RunSpec
 from shockwave.throughputs import RuntimeCosts, ThroughputTable, format_job_type
 
 #: Text fields of a job converted from a production trace (see :class:`Job`).
 PROVENANCE_FIELDS = ("source_id", "user", "vc", "status")
 
-#: The per-epoch fields of :class:`Job`, held together as one :class:`EpochRuns`.
+#: The per-epoch fields of :class:`Job`, held together as one :class:`EpochProfile`.
 _PER_EPOCH_FIELDS = ("batch_sizes", "epoch_seconds")
 
 
 class _PerEpoch:
     """A per-epoch field of :class:`Job` (``batch_sizes``, ``epoch_seconds``).
 
-    The job holds its profile run-length encoded (:attr:`Job.runs`), one :class:`EpochRuns`
+    The job holds its profile run-length encoded (:attr:`Job.profile`), one :class:`EpochProfile`
     under both fields' names in its ``__dict__`` (so ``Job(**vars(job))`` rebuilds it); reading
     the field expands it (a new read-only array each time). The value given to the constructor
-    (an array, an :class:`EpochColumn`, or the job's :class:`EpochRuns`) stays there until
-    ``__post_init__`` builds the runs from both fields.
+    (an array, an :class:`EpochColumn`, or the job's :class:`EpochProfile`) stays there until
+    ``__post_init__`` builds the profile from both fields.
     """
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -54,12 +54,12 @@ class _PerEpoch:
     def __get__(self, job: Job | None, owner: type | None = None) -> npt.NDArray[Any]:
         if job is None:
             raise AttributeError(self.name)  # no default value: the field is required
-        runs: EpochRuns = job.__dict__[self.name]
+        profile: EpochProfile = job.__dict__[self.name]
         if self.name == "batch_sizes":
-            return runs.expand_batch_sizes()
-        return runs.expand_seconds()
+            return profile.expand_batch_sizes()
+        return profile.expand_seconds()
 
-    def __set__(self, job: Job, value: npt.ArrayLike | EpochColumn | EpochRuns) -> None:
+    def __set__(self, job: Job, value: npt.ArrayLike | EpochColumn | EpochProfile) -> None:
         job.__dict__[self.name] = value
 
 
@@ -79,10 +79,11 @@ class Job:
         epoch_seconds: duration of every epoch when the job runs alone on its gang, seconds,
             shape ``(epochs,)``, float64.
 
-            The job holds both run-length encoded (:attr:`runs`, an
-            :class:`~shockwave.epoch_runs.EpochRuns`); reading ``batch_sizes`` or
+            The job holds both run-length encoded (:attr:`profile`, an
+            :class:`~shockwave.epoch_profile.EpochProfile`); reading ``batch_sizes`` or
             ``epoch_seconds`` expands them into a new read-only array each time. To build a job
-            from runs without expanding them, give the same :class:`EpochRuns` for both fields.
+            from a profile without expanding it, give the same :class:`EpochProfile` for both
+            fields.
         weight: priority weight (budget multiplier), > 0; 1 for every job of the original traces.
         total_steps: iterations at the initial batch size, if known (``.trace`` field 6). Needed
             only by the ``gavel`` simulator mechanics.
@@ -125,36 +126,36 @@ class Job:
 
     def __post_init__(self) -> None:
         given = self.__dict__
-        runs = _runs_of(self, given["batch_sizes"], given["epoch_seconds"])
-        given["batch_sizes"] = given["epoch_seconds"] = runs
+        profile = _profile_of(self, given["batch_sizes"], given["epoch_seconds"])
+        given["batch_sizes"] = given["epoch_seconds"] = profile
         try:
             _check_job(self)
         finally:
             given.pop("_profile_problem", None)
 
     @property
-    def runs(self) -> EpochRuns:
-        """The profile, run-length encoded (what the job holds; see ``batch_sizes``)."""
-        runs: EpochRuns = self.__dict__["batch_sizes"]
-        return runs
+    def profile(self) -> EpochProfile:
+        """The epoch profile, run-length encoded (what the job holds; see ``batch_sizes``)."""
+        profile: EpochProfile = self.__dict__["batch_sizes"]
+        return profile
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickle, also a job pickled when jobs held their profiles expanded."""
         state = dict(state)
-        if not isinstance(state.get("batch_sizes"), EpochRuns):
-            runs = EpochRuns.from_epochs(state["batch_sizes"], state["epoch_seconds"])
-            state["batch_sizes"] = state["epoch_seconds"] = runs
+        if not isinstance(state.get("batch_sizes"), EpochProfile):
+            profile = EpochProfile.from_epochs(state["batch_sizes"], state["epoch_seconds"])
+            state["batch_sizes"] = state["epoch_seconds"] = profile
         self.__dict__.update(state)
 
     @property
     def num_epochs(self) -> int:
         """Number of epochs (the last one may be partial in the original, but counts as whole)."""
-        return self.runs.num_epochs
+        return self.profile.num_epochs
 
     @property
     def initial_batch_size(self) -> int:
         """Batch size of the first epoch."""
-        return int(self.runs.batch_sizes[0])
+        return int(self.profile.batch_sizes[0])
 
     @property
     def job_type(self) -> str:
@@ -167,9 +168,9 @@ class Job:
 
         This is the original's ``duration`` and the denominator of finish-time fairness. Summed
         as ``numpy.sum`` sums the expanded durations (the simulator's own total sums them epoch by
-        epoch: :attr:`EpochRuns.total_seconds`).
+        epoch: :attr:`EpochProfile.total_seconds`).
         """
-        return self.runs.pairwise_total
+        return self.profile.pairwise_total
 
     @property
     def exclusive_gpu_seconds(self) -> float:
@@ -186,7 +187,7 @@ class Job:
             and self.model == other.model
             and self.dataset == other.dataset
             and self.mode == other.mode
-            and self.runs == other.runs
+            and self.profile == other.profile
             and self.weight == other.weight
             and self.total_steps == other.total_steps
             and self.samples_per_epoch == other.samples_per_epoch
@@ -230,15 +231,15 @@ def _check_job(job: Job) -> None:
     problem = job.__dict__.get("_profile_problem")
     if problem is not None:
         raise bad(*problem)
-    runs = job.runs
-    if runs.batch_sizes.min() < 1:
+    profile = job.profile
+    if profile.batch_sizes.min() < 1:
         raise bad("batch_sizes", "every batch size must be >= 1")
-    seconds = runs.seconds
+    seconds = profile.seconds
     # usual case first (NaN fails both comparisons): every epoch in [MIN_EPOCH_SECONDS,
     # MAX_SECONDS], so the sum of at most MAX_EPOCHS_PER_JOB of them cannot overflow
     if not (seconds.min() >= MIN_EPOCH_SECONDS and seconds.max() <= MAX_SECONDS):
-        _check_unusual_epochs(runs, bad)
-    total = runs.total_seconds
+        _check_unusual_epochs(profile, bad)
+    total = profile.total_seconds
     if not total <= MAX_SECONDS:
         raise bad("epoch_seconds", f"the epochs last {total:g} s in all; at most {MAX_SECONDS:g}")
     if not _finite(job.weight) or not MIN_WEIGHT <= job.weight <= MAX_WEIGHT:
@@ -278,10 +279,10 @@ def _check_job(job: Job) -> None:
         )
 
 
-def _check_unusual_epochs(runs: EpochRuns, bad: Callable[[str, str], JobFieldError]) -> None:
+def _check_unusual_epochs(profile: EpochProfile, bad: Callable[[str, str], JobFieldError]) -> None:
     """The epoch-duration checks of :func:`_check_job` for durations outside
     ``[MIN_EPOCH_SECONDS, MAX_SECONDS]``."""
-    seconds = runs.seconds
+    seconds = profile.seconds
     if not np.isfinite(seconds).all() or (seconds <= 0).any():
         raise bad("epoch_seconds", "every epoch duration must be finite and > 0 seconds")
     if (seconds < MIN_EPOCH_SECONDS).any():
@@ -290,37 +291,40 @@ def _check_unusual_epochs(runs: EpochRuns, bad: Callable[[str, str], JobFieldErr
             f"every epoch duration must be at least {MIN_EPOCH_SECONDS:g} s (shorter ones make "
             "throughputs overflow)",
         )
-    total = runs.total_seconds  # an overflowing sum (inf) is refused here
+    total = profile.total_seconds  # an overflowing sum (inf) is refused here
     if not total <= MAX_SECONDS:
         raise bad("epoch_seconds", f"the epochs last {total:g} s in all; at most {MAX_SECONDS:g}")
 
 
-def _runs_of(job: Job, sizes: Any, seconds: Any) -> EpochRuns:
-    """The job's runs from the values given for ``batch_sizes`` and ``epoch_seconds`` (arrays,
-    or the same :class:`EpochRuns` for both). A malformed profile is noted on the job
-    (``_profile_problem``) for :func:`_check_job` to report in its turn, with placeholder runs."""
+def _profile_of(job: Job, sizes: Any, seconds: Any) -> EpochProfile:
+    """The job's profile from the values given for ``batch_sizes`` and ``epoch_seconds`` (arrays,
+    or the same :class:`EpochProfile` for both). A malformed profile is noted on the job
+    (``_profile_problem``) for :func:`_check_job` to report in its turn, with a placeholder
+    profile."""
     placeholder = _PLACEHOLDER
-    if isinstance(sizes, EpochRuns) or isinstance(seconds, EpochRuns):
+    if isinstance(sizes, EpochProfile) or isinstance(seconds, EpochProfile):
         if sizes is not seconds:
             raise JobFieldError(
-                job.job_id, "epoch_seconds", "give the same EpochRuns for batch_sizes and for it"
+                job.job_id, "epoch_seconds", "give the same EpochProfile for batch_sizes and for it"
             )
-        runs: EpochRuns = sizes
-        if runs.num_runs > 1 and not runs.is_canonical():
-            runs = EpochRuns.from_runs(runs.batch_sizes, runs.seconds, runs.counts)
-        if runs.num_runs == 0:
+        profile: EpochProfile = sizes
+        if profile.num_segments > 1 and not profile.is_canonical():
+            profile = EpochProfile.from_segments(
+                profile.batch_sizes, profile.seconds, profile.counts
+            )
+        if profile.num_segments == 0:
             job.__dict__["_profile_problem"] = (
                 "batch_sizes",
                 "must be a non-empty 1-D sequence (one entry per epoch)",
             )
             return placeholder
-        if runs.num_epochs > MAX_EPOCHS_PER_JOB:
+        if profile.num_epochs > MAX_EPOCHS_PER_JOB:
             raise JobFieldError(
                 job.job_id,
                 "batch_sizes",
-                f"{runs.num_epochs} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}",
+                f"{profile.num_epochs} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}",
             )
-        return runs
+        return profile
     bs, bs_counts, size_epochs = _column(job.job_id, "batch_sizes", sizes, "iu", np.int64)
     secs, secs_counts, second_epochs = _column(
         job.job_id, "epoch_seconds", seconds, "iuf", np.float64
@@ -338,7 +342,7 @@ def _runs_of(job: Job, sizes: Any, seconds: Any) -> EpochRuns:
         )
         return placeholder
     if bs_counts is None and secs_counts is None:
-        return EpochRuns.from_epochs(bs, secs)
+        return EpochProfile.from_epochs(bs, secs)
     ones = np.ones(size_epochs, dtype=np.int64)
     return merge_columns(
         bs,
@@ -348,8 +352,8 @@ def _runs_of(job: Job, sizes: Any, seconds: Any) -> EpochRuns:
     )
 
 
-#: The runs a job with a malformed profile holds until :func:`_check_job` refuses it.
-_PLACEHOLDER = EpochRuns.from_runs([1], [1.0], [1])
+#: The profile a job with a malformed profile holds until :func:`_check_job` refuses it.
+_PLACEHOLDER = EpochProfile.from_segments([1], [1.0], [1])
 
 
 def _column(
@@ -368,10 +372,12 @@ def _column(
         raise JobFieldError(
             job_id, name, f"{total} epochs; a job may have at most {MAX_EPOCHS_PER_JOB}"
         )
-    runs = _as_array(job_id, name, values.values, kinds, dtype)
-    if runs.shape != counts.shape:
-        raise JobFieldError(job_id, name, f"{runs.size} run values but {counts.size} run counts")
-    return runs, counts, total
+    run_values = _as_array(job_id, name, values.values, kinds, dtype)
+    if run_values.shape != counts.shape:
+        raise JobFieldError(
+            job_id, name, f"{run_values.size} run values but {counts.size} run counts"
+        )
+    return run_values, counts, total
 
 
 def _as_array(

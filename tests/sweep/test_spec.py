@@ -4,6 +4,7 @@ runs, with the key named."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 from pathlib import Path
 
@@ -120,6 +121,7 @@ BAD_SPECS = [
     ('policies = ["fifo", "lottery"]\n' + GENERATED, "policies[1]: unknown policy 'lottery'"),
     ('policies = ["fifo", "fifo"]\n' + GENERATED, "policies: lists 'fifo' twice"),
     ("policies = []\n" + GENERATED, "policies: must be a non-empty list"),
+    ("policies = [[]]\n" + GENERATED, "policies: must be a non-empty list of strings, got [[]]"),
     (GENERATED, "policies: required"),
     ('policies = ["fifo"]\n', "traces: required"),
     ('policies = ["fifo"]\nmechanics = ["quick"]\n' + GENERATED, "mechanics: unknown mechanics"),
@@ -154,7 +156,7 @@ BAD_SPECS = [
     ('policies = ["shockwave"]\n' + GENERATED + "[params.shockwave]\nplanning_rounds = [0]\n",
      "params.shockwave: planning_rounds: must be >= 1"),
     ('policies = ["shockwave"]\n' + GENERATED + "[params.shockwave]\nplanning_rounds = 1.5\n",
-     "params.shockwave: policy 'shockwave': parameter 'planning_rounds' must be a int"),
+     "params.shockwave.planning_rounds: must be an integer, got 1.5"),
     ('policies = ["shockwave"]\n' + GENERATED + "[params.shockwave]\nplanning_rounds = []\n",
      "params.shockwave.planning_rounds: an empty list sweeps nothing"),
     ('policies = ["fifo"]\n[simulation]\nround_seconds = -1\n' + GENERATED,
@@ -188,11 +190,106 @@ def test_the_command_line_refuses_a_bad_spec_before_any_cell_runs(
     assert not out.exists()  # nothing ran, nothing was written
 
 
-def test_a_spec_must_be_toml_and_readable(tmp_path: Path) -> None:
-    with pytest.raises(SpecError, match="must be a .toml file"):
-        load_spec(tmp_path / "spec.json")
+def test_a_spec_must_be_toml_or_json_and_readable(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="a sweep spec must end in .toml or .json"):
+        load_spec(tmp_path / "spec.yaml")
     with pytest.raises(SpecError, match="cannot read"):
         load_spec(tmp_path / "missing.toml")
+    (tmp_path / "binary.toml").write_bytes(b"\xff\xfe")
+    with pytest.raises(
+        SpecError, match=r"not a text file \(a sweep spec must be UTF-8 TOML or JSON\)"
+    ):
+        load_spec(tmp_path / "binary.toml")
+
+
+def test_a_json_spec_is_the_same_grid_as_its_toml(tmp_path: Path) -> None:
+    toml = _spec(
+        tmp_path,
+        'policies = ["shockwave", "fifo"]\nseeds = [0, 7]\n'
+        + "[simulation]\nround_seconds = [60, 120]\n"
+        + FILE_TRACE
+        + "[params.shockwave]\nplanning_rounds = [10, 30]\n",
+    )
+    document = {
+        "policies": ["shockwave", "fifo"],
+        "seeds": [0, 7],
+        "simulation": {"round_seconds": [60, 120]},
+        "traces": [{"path": str(TRACE), "throughputs": "tacc", "gpus": 32}],
+        "params": {"shockwave": {"planning_rounds": [10, 30]}},
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(document, indent=1))
+    from_json = load_spec(tmp_path / "spec.json")
+    assert [c.key for c in from_json.cells()] == [c.key for c in load_spec(toml).cells()]
+    assert len(from_json.cells()) == 2 * 2 * 2 + 1 * 2 * 2
+
+
+#: (spec text, the start of the message after the spec's path: the line and the key)
+LOCATED = [
+    ('policies = ["fifo"]\n[simulation]\nround_secnds = 60\n' + GENERATED,
+     ":3: simulation.round_secnds: unknown simulation setting 'round_secnds' (did you mean "
+     "'round_seconds'? allowed: round_seconds, "),
+    ('policies = ["fifo"]\n[simulation]\ngpus = 4\n' + GENERATED,
+     ":3: simulation.gpus: unknown simulation setting 'gpus' (set by each trace's 'gpus'; "
+     "allowed here: round_seconds, "),
+    ('policies = ["fifo"]\npolicys = 1\n' + GENERATED,
+     ":2: policys: unknown key 'policys' (did you mean 'policies'? allowed: name, "),
+    ('policies = ["fifo"]\n' + FILE_TRACE + FILE_TRACE.replace("gpus = 32", "gpus = 0"),
+     ":9: traces[1].gpus: must be an integer >= 1"),
+    ('policies = ["shockwave"]\n' + GENERATED + "[[params.shockwave]]\nplanning_rounds = 10\n"
+     "[[params.shockwave]]\n\nmakespan_weigth = 1.0\n",
+     ":8: params.shockwave[1].makespan_weigth: policy 'shockwave' has no parameter "
+     "'makespan_weigth' (did you mean 'makespan_weight'? its parameters: planning_rounds, "),
+    ('policies = ["shockwave"]\n' + GENERATED + "[params.shockwave]\nplanning_rounds = [10, 2.5]\n",
+     ":5: params.shockwave.planning_rounds[1]: must be an integer, got 2.5"),
+    ('policies = ["fifo"]\n' + GENERATED + "[simulation]\nround_seconds = -1\n",
+     ":4: simulation: round_seconds must be > 0, got -1"),
+    ('policies = ["fifo"]\n' + GENERATED.replace("jobs = 30", "jobs = 0"),
+     ":3: traces[0].generate.jobs: must be in [1, "),
+    ('policies = ["fifo"]\n\n\nmechanics = exact\n', ":4: not valid TOML"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "message"), LOCATED, ids=[m.split(":")[2] for _, m in LOCATED])
+def test_a_problem_names_its_line_and_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        load_spec(_spec(tmp_path, text))
+    assert str(caught.value).startswith(str(tmp_path / "spec.toml") + message), str(caught.value)
+    assert caught.value.path == str(tmp_path / "spec.toml")
+    assert caught.value.line == int(message.split(":")[1])
+
+
+def test_a_json_spec_names_the_line_of_a_key(tmp_path: Path) -> None:
+    path = tmp_path / "spec.json"
+    traces = '"traces": [{"generate": {"jobs": 30, "gpus": 16}}]'
+    path.write_text(
+        '{\n "policies": ["fifo"],\n "simulation": {\n  "round_secnds": 60\n },\n' + traces + "}"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert str(caught.value).startswith(
+        f"{path}:4: simulation.round_secnds: unknown simulation setting 'round_secnds' (did you "
+        "mean 'round_seconds'?"
+    )
+    path.write_text('{"policies": ["fifo"],\n "traces": [}')
+    with pytest.raises(SpecError, match=r"spec.json:2: not valid JSON"):
+        load_spec(path)
+
+
+def test_simulation_settings_beyond_the_five_keep_the_cells_of_their_default(
+    tmp_path: Path,
+) -> None:
+    """[simulation] takes every SimulationConfig setting (round_overhead_seconds too, as
+    --config does); a cell holds a setting beyond the five of SIMULATION_DEFAULTS only when it
+    differs from its default, so that the keys of existing cells do not change."""
+    base = 'policies = ["fifo"]\n' + FILE_TRACE
+    plain = load_spec(_spec(tmp_path, base)).cells()
+    written = load_spec(_spec(tmp_path, base + "[simulation]\nround_overhead_seconds = 0.0\n"))
+    assert [c.key for c in written.cells()] == [c.key for c in plain]
+    assert set(plain[0].simulation) == set(SIMULATION_DEFAULTS)
+    swept = load_spec(_spec(tmp_path, base + "[simulation]\nround_overhead_seconds = [0.0, 2.0]\n"))
+    cells = swept.cells()
+    assert [c.simulation.get("round_overhead_seconds") for c in cells] == [None, 2.0]
+    assert cells[1].config().round_overhead_seconds == 2.0
 
 
 @pytest.mark.parametrize(

@@ -76,7 +76,8 @@ def policy_markets(
 
     from shockwave import market as market_module
     from shockwave.policies.shockwave import Shockwave
-    from shockwave.sim import SimulationConfig, simulate
+    from shockwave.scheduling import SimulationConfig
+    from shockwave.sim import simulate
 
     if workload is None:
         workload = canonical_workload()

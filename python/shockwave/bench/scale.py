@@ -68,7 +68,8 @@ def one(
 ) -> dict[str, Any]:
     """Generate the trace, simulate it once, return the measurements (runs in a child)."""
     from shockwave.policies import make_policy
-    from shockwave.sim import SimulationConfig, simulate
+    from shockwave.scheduling import SimulationConfig
+    from shockwave.sim import simulate
     from shockwave.traces import GeneratorParameters, generate_workload
 
     started = time.perf_counter()

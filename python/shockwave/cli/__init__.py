@@ -2,13 +2,21 @@
 
 This module is kept tiny on purpose: :func:`main` is the console script's entry point, and the
 command line proper (:mod:`shockwave.cli.app`: the parser, the commands, numpy, scipy and the
-policies, about a second of imports) is imported *inside* its handling of Ctrl-C, so that an
-interruption at any moment, even while those modules load, ends with ``shockwave: interrupted``
-and exit status 130, never a ``KeyboardInterrupt`` traceback. Every other failure is reported in
-one line with a distinct exit status (:mod:`shockwave.cli.exit_codes`).
+policies, about a second of imports) is imported by it. An interruption at any moment, even
+while those modules load, ends with ``shockwave: interrupted`` and exit status 130, never a
+``KeyboardInterrupt`` traceback:
 
-(The ``shockwave`` package's own ``__init__`` runs before this module, as for any submodule; it
-imports little, and an interruption within it is outside the command line's reach.)
+* in the console script (a main module that imports this one), the ``shockwave`` package's
+  first instruction installs a handler of Ctrl-C that exits 130 at once (nothing is under way
+  while the command line loads), and :func:`main` gives Ctrl-C back to Python (a
+  ``KeyboardInterrupt``, which every command handles: a simulation saves its checkpoint first)
+  once :mod:`shockwave.cli.app` has loaded;
+* elsewhere (:func:`main` called from Python), the import is inside :func:`main`'s handling of
+  ``KeyboardInterrupt``.
+
+Every other failure is reported in one line with a distinct exit status
+(:mod:`shockwave.cli.exit_codes`). Only the interpreter's own start-up, before the first
+instruction of the package, is out of reach.
 """
 
 from __future__ import annotations
@@ -28,11 +36,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from shockwave.cli.app import run
 
+        _restore_ctrl_c()
         return run(argv)
     except KeyboardInterrupt:
         with contextlib.suppress(OSError, ValueError, KeyboardInterrupt):
             print("shockwave: interrupted", file=sys.stderr)
         return _INTERRUPTED
+
+
+def _restore_ctrl_c() -> None:
+    """Give Ctrl-C back to Python (a ``KeyboardInterrupt``) if the package's start-up handler
+    holds it (see the module notes)."""
+    import signal
+
+    import shockwave
+
+    if signal.getsignal(signal.SIGINT) is shockwave._exit_interrupted:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def __getattr__(name: str) -> Any:

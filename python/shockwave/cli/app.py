@@ -25,10 +25,7 @@ from shockwave.cli import (
     sweep_commands,
     trace_commands,
 )
-from shockwave.cli.exit_codes import CliError
-from shockwave.errors import JobFieldError, TraceError
-from shockwave.sim.errors import PolicyOutputError, SimulationStalledError
-from shockwave.traces.generator_parameters import GeneratorParameterError
+from shockwave.errors import ShockwaveError
 
 #: Modules that add sub-commands: each has ``register(subparsers)``.
 COMMAND_MODULES = (
@@ -66,14 +63,13 @@ def run(argv: Sequence[str] | None = None) -> int:
         status: int = args.handler(args)
     except KeyboardInterrupt:
         return report_interrupted()
-    except CliError as exc:
-        return _report(str(exc), exc.status)
-    except (SimulationStalledError, PolicyOutputError) as exc:
-        return _report(f"the run failed: {exc}", exit_codes.RUN_FAILED)
-    except (TraceError, JobFieldError) as exc:
-        return _report(str(exc), exit_codes.INPUT)
-    except GeneratorParameterError as exc:
-        return _report(str(exc), exit_codes.USAGE)
+    except ShockwaveError as exc:  # its kind decides the status
+        status = exc.exit_status
+        if status == exit_codes.RUN_FAILED:
+            return _report(f"the run failed: {exc}", status)
+        if status == exit_codes.INTERNAL:
+            return _report_internal(exc)
+        return _report(str(exc), status)
     except MemoryError:
         return _report("not enough memory for this input", exit_codes.INPUT)
     except BrokenPipeError:  # the reader of our output went away (| head): nothing to say
@@ -84,13 +80,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         return _report(_describe_os_error(exc), exit_codes.INPUT)
     except Exception as exc:
-        if os.environ.get("SHOCKWAVE_DEBUG"):
-            traceback.print_exc()
-        return _report(
-            f"internal error ({type(exc).__name__}: {exc}); please report it "
-            "(SHOCKWAVE_DEBUG=1 shows the traceback)",
-            exit_codes.INTERNAL,
-        )
+        return _report_internal(exc)
     return status
 
 
@@ -103,6 +93,17 @@ def _report(message: str, status: int, *, prefix: str = "error: ") -> int:
     with contextlib.suppress(OSError, ValueError):
         print(f"shockwave: {prefix}{message}", file=sys.stderr)
     return status
+
+
+def _report_internal(exc: BaseException) -> int:
+    """Report a bug in one line (``SHOCKWAVE_DEBUG=1``: with its traceback); return 1."""
+    if os.environ.get("SHOCKWAVE_DEBUG"):
+        traceback.print_exc()
+    return _report(
+        f"internal error ({type(exc).__name__}: {exc}); please report it "
+        "(SHOCKWAVE_DEBUG=1 shows the traceback)",
+        exit_codes.INTERNAL,
+    )
 
 
 def _describe_os_error(exc: OSError) -> str:

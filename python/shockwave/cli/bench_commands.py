@@ -8,9 +8,9 @@ import sys
 from typing import Any
 
 from shockwave import __version__
-from shockwave.cli.exit_codes import UsageError
 from shockwave.cli.paths import check_distinct_paths, write_output
 from shockwave.cli.simulate_commands import check_outputs
+from shockwave.errors import UsageError
 from shockwave.scheduling import MECHANICS
 
 #: ``--quick`` sizes: a run of a minute or two on two cores.

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 from shockwave.atomic import check_writable
 from shockwave.catalog import ADAPTATION_MODES
 from shockwave.cli import exit_codes
-from shockwave.cli.exit_codes import InputError, OutputError
 from shockwave.cli.paths import check_distinct_paths
-from shockwave.cli.simulate_commands import read_config, render_summary
+from shockwave.cli.simulate_commands import render_summary
+from shockwave.config_file import RUNTIME_KEYS, ConfigFile, read_config
+from shockwave.errors import DataError, OutputError, UsageError
 from shockwave.policies import POLICIES, resolve_policy_name
 from shockwave.runtime import JournalError, RunDirectoryBusyError
 from shockwave.runtime.config import DEFAULT_RUN_ROUND_SECONDS, EXECUTORS, RuntimeConfig
@@ -30,8 +31,7 @@ from shockwave.throughputs import ThroughputTable
 from shockwave.traces import load_throughputs, load_workload, write_native
 
 if TYPE_CHECKING:
-    from shockwave.runtime import RunResult
-    from shockwave.runtime.engine import RuntimeEngine
+    from shockwave.runtime import RunResult, RunStatus
 
 
 #: A run whose jobs trained this far from the table's speed (relative) prints a note.
@@ -120,14 +120,12 @@ def register(subparsers: Any) -> None:
     run.add_argument(
         "--executor",
         choices=EXECUTORS,
-        default="local",
         help="'local' (default: child processes) or 'ray' (needs shockwave[ray])",
     )
     run.add_argument("--ray-address", metavar="A", help="join this Ray cluster (ray executor)")
     run.add_argument(
         "--round-seconds",
         type=float,
-        default=DEFAULT_RUN_ROUND_SECONDS,
         help=f"round length in seconds (default {DEFAULT_RUN_ROUND_SECONDS:g})",
     )
     run.add_argument(
@@ -137,10 +135,14 @@ def register(subparsers: Any) -> None:
         "'machine': this machine's own profile, measured once and cached); the workload's "
         "planned epoch durations are recomputed from it",
     )
-    run.add_argument("--config", metavar="FILE", help="TOML/JSON policy parameters")
     run.add_argument(
-        "--max-restarts", type=int, default=3, help="crashes before a job is failed (3)"
+        "--config",
+        metavar="FILE",
+        help="TOML or JSON: a table per policy with its parameters, and an optional [runtime] "
+        "table (" + ", ".join(RUNTIME_KEYS) + "; a setting there may not also be given as an "
+        "option); docs/simulator.md, 'Configuration files'",
     )
+    run.add_argument("--max-restarts", type=int, help="crashes before a job is failed (3)")
     run.add_argument(
         "--run-dir",
         metavar="DIR",
@@ -178,7 +180,10 @@ def _profile(args: argparse.Namespace) -> int:
         profile_cache_path,
         refresh_machine_profile,
     )
-    from shockwave.runtime.profile import profile_families, write_throughput_file
+    from shockwave.runtime.throughput_measurement import (
+        measure_family_throughputs,
+        write_throughput_file,
+    )
 
     output = _writable(args.output) if args.output else None
     families = _split(args.families)
@@ -191,7 +196,7 @@ def _profile(args: argparse.Namespace) -> int:
         print(f"{family:16s} batch {batch_size:4d}  gang {gang}  {rate:10.1f} it/s", flush=True)
 
     if families or gangs or args.alone:  # a partial or alone-measured table is not the profile
-        table = profile_families(
+        table = measure_family_throughputs(
             families or None, gangs, seconds=args.seconds, contended=not args.alone, progress=show
         )
         table = dataclasses.replace(table, costs=measure_costs(table))
@@ -304,12 +309,13 @@ def _run(args: argparse.Namespace) -> int:
             result = resume_run(args.resume, progress=display.update)
         else:
             result = _start_run(args, display, output)
-    except RunDirectoryBusyError as exc:
-        raise OutputError(str(exc)) from None
     except JournalError as exc:
-        if args.resume:  # a missing, corrupt or tampered journal: an input error
-            raise InputError(str(exc)) from None
-        raise
+        # a busy run directory is an output error (4) and a missing, corrupt or tampered
+        # journal of a --resume an input error (3), by their kinds; a fresh run in a directory
+        # that holds a journal already is a usage error (2: resume it instead)
+        if args.resume or isinstance(exc, RunDirectoryBusyError):
+            raise
+        raise UsageError(str(exc)) from None
     finally:
         display.close()
         signal.signal(signal.SIGTERM, previous)
@@ -350,35 +356,35 @@ def _start_run(args: argparse.Namespace, display: LiveDisplay, output: Path | No
     if missing:
         raise ValueError(f"cluster run needs {', '.join(missing)} (or --resume DIR)")
     name = resolve_policy_name(args.policy)
+    options = {
+        "round_seconds": args.round_seconds,
+        "executor": args.executor,
+        "ray_address": args.ray_address,
+        "max_restarts": args.max_restarts,
+    }
+    given = {key: value for key, value in options.items() if value is not None}
+    config_file = read_config(args.config) if args.config else None
     parameters: dict[str, Any] = {}
     settings: dict[str, Any] = {}
-    if args.config:
-        settings, all_parameters = read_config(Path(args.config))
-        parameters = all_parameters.get(name, {})
-        allowed = {"recompute_interval_seconds"}
-        unknown = sorted(set(settings) - allowed)
-        if unknown:
-            raise ValueError(
-                f"{args.config}: [simulation] {unknown[0]!r} does not apply to real runs"
-            )
-    if args.ray_address and args.executor != "ray":
+    if config_file is not None:
+        parameters = dict(config_file.policies.get(name, {}))
+        settings = _runtime_settings(config_file)
+        for key in set(given) & set(settings):
+            flag = f"--{key.replace('_', '-')}"
+            raise UsageError(f"{args.config}: {key} is set there and by {flag}; keep one")
+        config_file.policy(name)  # a bad parameter fails now, before anything is written
+    if {**settings, **given}.get("ray_address") and {**settings, **given}.get("executor") != "ray":
         raise ValueError("--ray-address needs --executor ray")
     workload_path = Path(args.workload).absolute()
     stem = workload_path.stem
     run_dir = Path(args.run_dir or f"shockwave-runs/{stem}-{name}-{time.strftime('%Y%m%d-%H%M%S')}")
     if run_dir.exists() and not run_dir.is_dir():
         raise OutputError(f"--run-dir {run_dir}: exists and is not a directory")
-    config = RuntimeConfig(
-        gpus=args.gpus,
-        round_seconds=args.round_seconds,
-        executor=args.executor,
-        ray_address=args.ray_address,
-        max_restarts=args.max_restarts,
-        run_dir=run_dir,
-        workdir=workload_path.parent,
-        output=output,
-        **settings,
-    )
+    paths: dict[str, Any] = {"run_dir": run_dir, "workdir": workload_path.parent, "output": output}
+    config = RuntimeConfig(gpus=args.gpus, **given, **paths)  # the options alone (status 2)
+    if config_file is not None and settings:  # a refusal is the config's (status 3)
+        shared = {k: v for k, v in settings.items() if k not in config_file.runtime}
+        config = config_file.runtime_config(gpus=args.gpus, **given, **paths, **shared)
     if output is not None and output == config.run_dir / "result.json":
         raise OutputError(f"--output {output}: the run directory's own result file")
     workload = load_workload(workload_path)  # a bad job fails here, before any profiling
@@ -386,13 +392,32 @@ def _start_run(args: argparse.Namespace, display: LiveDisplay, output: Path | No
         try:
             check_runnable(job, config.gpus, config.workdir)
         except ValueError as exc:
-            raise InputError(f"{args.workload}: {exc}") from None
+            raise DataError(f"{args.workload}: {exc}") from None
     table = _table(args.throughputs or "machine")
     workload = load_workload(workload_path, table)
     print(f"throughputs: {table.source}", file=sys.stderr, flush=True)
     return run_workload(
         workload, name, config, policy_parameters=parameters, progress=display.update
     )
+
+
+def _runtime_settings(config_file: ConfigFile) -> dict[str, Any]:
+    """The ``[runtime]`` settings of a ``--config`` file, with the one ``[simulation]`` setting
+    that applies to real runs too (``recompute_interval_seconds``)."""
+    settings = dict(config_file.runtime)
+    for key, value in config_file.simulation.items():
+        if key != "recompute_interval_seconds":
+            raise config_file.document.error(
+                ("simulation", key),
+                f"{key!r} does not apply to real runs (their settings go in [runtime]: "
+                f"{', '.join(RUNTIME_KEYS)})",
+            )
+        if key in settings:
+            raise config_file.document.error(
+                ("simulation", key), "is set in [runtime] too; keep one"
+            )
+        settings[key] = value
+    return settings
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -410,33 +435,31 @@ class LiveDisplay:
         self._round = -1
         self._shown = False
 
-    def update(self, engine: RuntimeEngine) -> None:
+    def update(self, status: RunStatus) -> None:
         now = time.monotonic()
-        new_round = engine.k != self._round
+        new_round = status.round_index != self._round
         if self.tty and not new_round and now - self._last < 0.25:
             return
         if not self.tty and not new_round:
             return
-        self._round = engine.k
+        self._round = status.round_index
         self._last = now
-        counts = engine.counts()
-        ended = counts.get("done", 0) + counts.get("failed", 0)
-        crashes = sum(run.crashes for run in engine.runs)
+        ended = status.count("done", "failed")
+        crashes = sum(job.crashes for job in status.jobs)
         line = (
-            f"round {engine.k:4d}  t={engine.trace_now() - engine.origin:7.0f} s  "
-            f"slots {counts['slots_busy']}/{engine.gpus}  "
-            f"running {counts.get('running', 0) + counts.get('boundary', 0)}  "
-            f"done {ended}/{engine.n}  failed {counts.get('failed', 0)}  crashes {crashes}"
+            f"round {status.round_index:4d}  t={status.elapsed_seconds:7.0f} s  "
+            f"slots {status.slots_busy}/{status.gpus}  "
+            f"running {status.count('running', 'boundary')}  "
+            f"done {ended}/{len(status.jobs)}  failed {status.count('failed')}  "
+            f"crashes {crashes}"
         )
         trouble = [
-            (int(engine.job_ids[j]), run)
-            for j, run in enumerate(engine.runs)
-            if run.error and (run.crashes or run.status == "failed")
+            job for job in status.jobs if job.error and (job.crashes or job.phase == "failed")
         ]
         if trouble:  # the latest error of a job that crashes or failed, never hidden
-            job_id, run = trouble[-1]
-            what = "FAILED" if run.status == "failed" else f"crash {run.crashes}"
-            line += f"  [job {job_id} {what}: {_shorten(run.error or '', 70)}]"
+            job = trouble[-1]
+            what = "FAILED" if job.phase == "failed" else f"crash {job.crashes}"
+            line += f"  [job {job.job_id} {what}: {_shorten(job.error or '', 70)}]"
         if self.tty:
             self.stream.write("\r" + line.ljust(100))
         else:

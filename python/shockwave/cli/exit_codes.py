@@ -1,4 +1,10 @@
-"""Exit statuses of the ``shockwave`` command line, and the errors that carry them.
+"""Exit statuses of the ``shockwave`` command line.
+
+The command line maps an error to its status by its kind only: a
+:class:`~shockwave.errors.ShockwaveError` carries its own (``exit_status``: its kind's, see
+:mod:`shockwave.errors`); the built-in exceptions that remain are mapped by their class
+(``ValueError`` and ``OverflowError`` 2, ``OSError`` and ``MemoryError`` 3, a broken pipe 4,
+anything else 1).
 
 ======  ===================================================================================
 status  meaning
@@ -22,12 +28,15 @@ status  meaning
 
 from __future__ import annotations
 
+from shockwave.errors import DataError, InternalError, OutputError, RunFailedError, UsageError
+
 OK = 0
-INTERNAL = 1
-USAGE = 2
-INPUT = 3
-OUTPUT = 4
-RUN_FAILED = 5
+#: The statuses of the error kinds (:mod:`shockwave.errors` decides them).
+INTERNAL = InternalError.exit_status
+USAGE = UsageError.exit_status
+INPUT = DataError.exit_status
+OUTPUT = OutputError.exit_status
+RUN_FAILED = RunFailedError.exit_status
 INTERRUPTED = 130
 
 #: The table above, for ``shockwave --help``.
@@ -40,30 +49,3 @@ EPILOG = """exit status:
   5    the run failed (round limit reached, a policy's output cannot be executed, in a
        real run some job failed: the result says which, or some cell of a sweep failed)
   130  interrupted (Ctrl-C); with --checkpoint the simulation is saved first"""
-
-
-class CliError(Exception):
-    """An error the command line reports in one line with its exit status."""
-
-    status = INTERNAL
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-
-
-class UsageError(CliError):
-    """A bad option or option value."""
-
-    status = USAGE
-
-
-class InputError(CliError):
-    """An input file that cannot be read or is malformed."""
-
-    status = INPUT
-
-
-class OutputError(CliError):
-    """An output path that cannot be written."""
-
-    status = OUTPUT

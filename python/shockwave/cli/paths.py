@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping
 from os import PathLike
 
 from shockwave.atomic import atomic_write_text, same_file
-from shockwave.cli.exit_codes import OutputError
+from shockwave.errors import OutputError
 
 PathArgument = str | PathLike[str] | None
 

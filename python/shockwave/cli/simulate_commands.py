@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 import sys
@@ -13,26 +12,18 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from shockwave.atomic import check_writable
-from shockwave.cli import exit_codes
-from shockwave.cli.exit_codes import InputError, OutputError, UsageError
+from shockwave.cli import exit_codes, heterogeneous_commands
 from shockwave.cli.paths import check_distinct_paths, write_output
+from shockwave.config_file import SIMULATION_KEYS, read_config
+from shockwave.errors import DataError, OutputError, UsageError
 from shockwave.metrics import SimulationResult
-from shockwave.policies import POLICIES, make_policy, policy_parameters, resolve_policy_name
-from shockwave.sim import MECHANICS, CheckpointSettings, Simulation, SimulationConfig
-from shockwave.sim.config import DEFAULT_ROUND_SECONDS
+from shockwave.policies import POLICIES, resolve_policy_name
+from shockwave.scheduling.config import DEFAULT_ROUND_SECONDS, MECHANICS, SimulationConfig
+from shockwave.sim import CheckpointSettings, Simulation
 from shockwave.sim.plan_view import check_same_jobs
 from shockwave.throughputs import BUNDLED_THROUGHPUTS
 from shockwave.traces import load_workload
 from shockwave.workload import Workload
-
-#: Keys of the optional ``[simulation]`` table of a ``--config`` file.
-SIMULATION_KEYS = (
-    "restart_penalty_seconds",
-    "round_overhead_seconds",
-    "throughput_noise",
-    "recompute_interval_seconds",
-    "max_rounds",
-)
 
 
 def register(subparsers: Any) -> None:
@@ -130,7 +121,15 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="throughput JSON (or 'tacc'/'wisr'); required for a .trace",
     )
-    parser.add_argument("--gpus", type=int, help="GPUs in the cluster (required)")
+    parser.add_argument(
+        "--gpus", type=int, help="GPUs in the cluster, all alike (this or --cluster is required)"
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="SPEC",
+        help="a heterogeneous cluster, e.g. v100:12,p100:12,k80:12 (types of --throughputs): "
+        "Gavel's mechanics and heterogeneity-aware policies (docs/simulator.md)",
+    )
     parser.add_argument(
         "--actual",
         metavar="FILE",
@@ -171,12 +170,15 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         "--config",
         metavar="FILE",
         help="TOML or JSON: a table per policy with its parameters, and an optional "
-        "[simulation] table (" + ", ".join(SIMULATION_KEYS) + ")",
+        "[simulation] table (" + ", ".join(SIMULATION_KEYS) + "; a setting there may not "
+        "also be given as an option); docs/simulator.md, 'Configuration files'",
     )
 
 
 # --------------------------------------------------------------------------------- commands
 def _simulate(args: argparse.Namespace) -> int:
+    if args.cluster:
+        return heterogeneous_commands.simulate(args)
     if args.checkpoint_every < 0 or not math.isfinite(args.checkpoint_every):
         raise UsageError(f"--checkpoint-every must be >= 0 seconds, got {args.checkpoint_every}")
     checkpoint_path = args.checkpoint or args.resume
@@ -198,9 +200,9 @@ def _simulate(args: argparse.Namespace) -> int:
         try:
             simulation = Simulation.load(args.resume)
         except OSError as exc:
-            raise InputError(f"--resume {args.resume}: cannot read ({exc.strerror})") from None
+            raise DataError(f"--resume {args.resume}: cannot read ({exc.strerror})") from None
         except ValueError as exc:
-            raise InputError(f"--resume {exc}") from None
+            raise DataError(f"--resume {exc}") from None
     else:
         if not args.policy:
             raise UsageError("simulate needs --policy (or --resume FILE)")
@@ -216,9 +218,8 @@ def _simulate(args: argparse.Namespace) -> int:
     checkpoint = None
     if checkpoint_path:
         checkpoint = CheckpointSettings(checkpoint_path, every_seconds=args.checkpoint_every)
-    engine = simulation.engine
     try:
-        result = _run(simulation, engine.policy.name, engine.config.mechanics, checkpoint)
+        result = _run(simulation, simulation.policy.name, simulation.config.mechanics, checkpoint)
     except KeyboardInterrupt:
         if checkpoint_path:
             print(
@@ -237,6 +238,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    if args.cluster:
+        return heterogeneous_commands.compare(args)
     names = [resolve_policy_name(n.strip()) for n in args.policies.split(",") if n.strip()]
     if not names:
         raise UsageError("--policies needs at least one policy")
@@ -326,7 +329,7 @@ def _prepare(
     if not args.trace:
         raise UsageError("--trace is required")
     if args.gpus is None:
-        raise UsageError("--gpus is required")
+        raise UsageError("--gpus (or --cluster) is required")
     options: dict[str, Any] = {
         "gpus": args.gpus,
         "mechanics": args.mechanics or "exact",
@@ -342,45 +345,45 @@ def _prepare(
         config = SimulationConfig(**options)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    settings: dict[str, Any] = {}
-    parameters: dict[str, dict[str, Any]] = {}
-    if args.config:
-        settings, parameters = read_config(Path(args.config))
-    for key in ("restart_penalty_seconds", "round_overhead_seconds"):
-        if getattr(args, key) is None:
+    config_file = read_config(args.config) if args.config else None
+    settings = dict(config_file.simulation) if config_file is not None else {}
+    parameters = {k: dict(v) for k, v in config_file.policies.items()} if config_file else {}
+    for key in ("round_seconds", "restart_penalty_seconds", "round_overhead_seconds"):
+        flag = f"--{key.replace('_', '-')}"
+        if getattr(args, key) is not None and key in settings:
+            raise UsageError(f"{args.config}: {key} is set there and by {flag}; keep one")
+        if (getattr(args, key) is None and key != "round_seconds") or key in settings:
             del options[key]  # the config's, the workload's, or the default
-        elif key in settings:
-            raise UsageError(
-                f"{args.config}: {key} is set there and by --{key.replace('_', '-')}; keep one"
-            )
     check_outputs(outputs)
     workload = load_workload(args.trace, args.throughputs)
     measured = _workload_costs(workload, {**options, **settings})
-    try:
-        config = SimulationConfig(**options, **settings, **measured)
-    except (ValueError, TypeError) as exc:
-        if args.config:
-            raise InputError(f"{args.config}: [simulation] {exc}") from None
-        if measured:
-            raise UsageError(
-                f"{exc} (the workload's measured costs; set them explicitly)"
-            ) from None
-        raise UsageError(str(exc)) from None
+    if config_file is not None:  # a refusal is the config's (status 3), as it always was
+        config = config_file.simulation_config(**options, **measured)
+    else:
+        try:
+            config = SimulationConfig(**options, **measured)
+        except (ValueError, TypeError) as exc:
+            if measured:
+                raise UsageError(
+                    f"{exc} (the workload's measured costs; set them explicitly)"
+                ) from None
+            raise UsageError(str(exc)) from None
     if measured:
         costs = workload.costs
         shown = ", ".join(f"{key} {value:g}" for key, value in measured.items())
         machine = f" (machine {costs.machine})" if costs is not None and costs.machine else ""
         print(f"note: {shown} from the workload's measured costs{machine}", file=sys.stderr)
-    if args.config:
+    if config_file is not None:
         for name in names:  # build each policy once now: a bad value fails before the run
-            try:
-                make_policy(name, parameters.get(name))
-            except (ValueError, TypeError) as exc:
-                raise InputError(f"{args.config}: [{name}] {exc}") from None
+            config_file.policy(name)
     unused = sorted(set(parameters) - set(names))
     if unused:
         print(
             f"note: --config has parameters for {', '.join(unused)}, not run here", file=sys.stderr
+        )
+    if config_file is not None and config_file.runtime:
+        print(
+            "note: --config's [runtime] settings are for real runs (cluster run)", file=sys.stderr
         )
     return workload, config, parameters
 
@@ -410,7 +413,7 @@ def _actual(args: argparse.Namespace, plans: Workload) -> Workload | None:
     try:
         check_same_jobs(plans, actual)
     except ValueError as exc:
-        raise InputError(f"--actual {args.actual}: {exc}") from None
+        raise DataError(f"--actual {args.actual}: {exc}") from None
     return actual
 
 
@@ -427,75 +430,6 @@ def _run(
         bar.close()
     assert result is not None
     return result
-
-
-# ----------------------------------------------------------------------------------- config
-def read_config(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Read a ``--config`` file: ``(simulation settings, {policy: parameters})``.
-
-    Raises:
-        InputError: naming the file and the key, for an unreadable file, an unknown policy, an
-            unknown parameter or simulation setting.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read config ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text file (a config must be UTF-8 TOML or JSON)") from None
-    data = _parse_config(path, text)
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: the config must be a table (object) of tables")
-    settings: dict[str, Any] = {}
-    parameters: dict[str, dict[str, Any]] = {}
-    for key, table in data.items():
-        if not isinstance(table, dict):
-            raise InputError(f"{path}: [{key}] must be a table of parameters")
-        if key == "simulation":
-            unknown = sorted(set(table) - set(SIMULATION_KEYS))
-            if unknown:
-                raise InputError(
-                    f"{path}: unknown [simulation] key {unknown[0]!r} "
-                    f"(allowed: {', '.join(SIMULATION_KEYS)})"
-                )
-            settings = dict(table)
-            continue
-        try:
-            name = resolve_policy_name(key)
-        except ValueError as exc:
-            raise InputError(f"{path}: {exc}") from None
-        known = policy_parameters(name)
-        unknown = sorted(set(table) - set(known))
-        if unknown:
-            allowed = ", ".join(sorted(known)) or "none"
-            raise InputError(
-                f"{path}: policy {name!r} has no parameter {unknown[0]!r} (its parameters: "
-                f"{allowed})"
-            )
-        parameters[name] = dict(table)
-    return settings, parameters
-
-
-def _parse_config(path: Path, text: str) -> Any:
-    if path.suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise InputError(f"{path}: JSON nested too deeply") from None
-    if path.suffix != ".toml":
-        raise InputError(f"{path}: a config file must end in .toml or .json")
-    try:
-        toml = importlib.import_module("tomllib")  # standard library from Python 3.11
-    except ModuleNotFoundError:
-        raise InputError(f"{path}: reading TOML needs Python 3.11 or newer; use JSON") from None
-    try:
-        return toml.loads(text)
-    except toml.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML ({exc})") from None
-    except RecursionError:
-        raise InputError(f"{path}: TOML nested too deeply") from None
 
 
 # ---------------------------------------------------------------------------------- output

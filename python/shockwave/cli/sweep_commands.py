@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from shockwave.cli import exit_codes
-from shockwave.cli.exit_codes import InputError, OutputError, UsageError
 from shockwave.cli.paths import check_distinct_paths
+from shockwave.errors import DataError, OutputError, UsageError
 from shockwave.sweep.cells import DEFAULT_MAX_CELLS
 from shockwave.sweep.experiments import EXPERIMENTS, spec_file
 from shockwave.sweep.pool import ProcessPool, default_workers
@@ -197,7 +197,7 @@ def _load(path: Path, max_cells: int | None, what: str) -> SweepSpec:
     try:
         return load_spec(path, max_cells=DEFAULT_MAX_CELLS if max_cells is None else max_cells)
     except SpecError as exc:
-        raise InputError(str(exc)) from None
+        raise DataError(str(exc)) from None
 
 
 #: The files a sweep writes directly into ``--out`` (``report/`` holds the report's).
@@ -264,7 +264,7 @@ def _report(directory: Path, baseline: str | None, *, figures: bool) -> int:
     try:
         written = write_report(directory, baseline=baseline, figures=figures)
     except FileNotFoundError:
-        raise InputError(f"{directory}: no sweep results (run shockwave sweep first)") from None
+        raise DataError(f"{directory}: no sweep results (run shockwave sweep first)") from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from shockwave.cli.exit_codes import OutputError, UsageError
 from shockwave.cli.paths import check_distinct_paths
 from shockwave.cli.simulate_commands import check_outputs
+from shockwave.errors import OutputError, UsageError
 from shockwave.throughputs import BUNDLED_THROUGHPUTS
 from shockwave.traces import load_workload, summarize, write_native
 from shockwave.traces.generate import write_generated

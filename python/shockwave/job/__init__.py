@@ -44,13 +44,15 @@ job; the lease never ends). The API:
 **Bundled jobs** (``"run": {"family": "mlp-digits", "seed": 1}``) are numpy models trained for
 real (:data:`FAMILIES`), started by the runtime as ``python -m shockwave.job``
 (:func:`train`), changing their batch size by their launch's mode
-(:mod:`shockwave.job.adaptation`: ``static``, ``gns``, ``accordion``). :func:`run_standalone`
-trains one alone and returns its digest (a reference run); :func:`measure_throughput` measures a
-family's step in a fresh process (iterations per second on a number of threads).
+(:mod:`shockwave.job.batch_size_adapter`: ``static``, ``gns``, ``accordion``).
+:func:`run_standalone` trains one alone and returns its digest (a reference run);
+:func:`measure_throughput` measures a family's step in a fresh process (iterations per second on
+a number of threads).
 
 The scheduler's side of the conversation is :mod:`shockwave.job.protocol`; the launch description
-is :mod:`shockwave.job.spec`; :mod:`shockwave.job.harness` serves the protocol to one job by a
-script (tests, preemption checks). ``docs/job.md`` is the guide.
+is :mod:`shockwave.job.spec` (how to run a job, a workload's ``run``, is the data model's
+:class:`shockwave.run_spec.RunSpec`); :mod:`shockwave.job.harness` serves the protocol to one job
+by a script (tests, preemption checks). ``docs/job.md`` is the guide.
 """
 
 from __future__ import annotations
@@ -58,9 +60,9 @@ from __future__ import annotations
 from shockwave.job.checkpoint import Checkpoint, digest, load_checkpoint, save_checkpoint
 from shockwave.job.context import JobContext, connect, standalone_launch
 from shockwave.job.families import FAMILIES, Family
-from shockwave.job.profiling import measure_throughput
 from shockwave.job.protocol import Lease, Report
-from shockwave.job.spec import JobLaunch, RunSpec
+from shockwave.job.spec import JobLaunch
+from shockwave.job.throughput_probe import measure_throughput
 from shockwave.job.trainer import run_standalone, train
 
 __all__ = [
@@ -71,7 +73,6 @@ __all__ = [
     "JobLaunch",
     "Lease",
     "Report",
-    "RunSpec",
     "connect",
     "digest",
     "load_checkpoint",

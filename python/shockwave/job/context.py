@@ -68,7 +68,8 @@ import numpy.typing as npt
 from shockwave.arguments import is_integer
 from shockwave.job.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from shockwave.job.protocol import JobMessage, JobMessageKind, Lease, Report, SchedulerMessage
-from shockwave.job.spec import ENV_AUTHKEY, ENV_CHANNEL, ENV_JOB, JobLaunch, RunSpec
+from shockwave.job.spec import ENV_AUTHKEY, ENV_CHANNEL, ENV_JOB, JobLaunch
+from shockwave.run_spec import RunSpec
 
 #: Meta key under which a checkpoint holds the context's own bookkeeping.
 BOOKKEEPING_KEY = "__shockwave__"
@@ -581,20 +582,23 @@ class JobContext:
                 f"{where}: batch size {counts['batch_size']} is not one of the job's batch sizes "
                 f"{list(self._launch.batch_sizes)}"
             )
-        runs = data.get("epoch_batch_sizes")
-        if not isinstance(runs, list) or not all(
-            isinstance(run, list)
-            and len(run) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in run)
-            for run in runs
+        segments = data.get("epoch_batch_sizes")
+        if not isinstance(segments, list) or not all(
+            isinstance(segment, list)
+            and len(segment) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in segment)
+            for segment in segments
         ):
             raise ValueError(f"{where}: {BOOKKEEPING_KEY}.epoch_batch_sizes is malformed")
-        if sum(run[1] for run in runs) != counts["samples"] // self._launch.samples_per_epoch:
+        if (
+            sum(segment[1] for segment in segments)
+            != counts["samples"] // self._launch.samples_per_epoch
+        ):
             raise ValueError(f"{where}: the epoch log does not match the sample count")
         self._steps = counts["steps"]
         self._samples = counts["samples"]
         self._batch_size = counts["batch_size"]
-        self._epoch_log = [list(run) for run in runs]
+        self._epoch_log = [list(segment) for segment in segments]
 
     def _install_signal_handler(self) -> None:
         if threading.current_thread() is not threading.main_thread():

@@ -33,6 +33,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from shockwave.errors import DataError
+
 #: Kinds of messages a job sends.
 JobMessageKind = Literal["hello", "progress", "boundary", "checkpointed", "finished", "failed"]
 JOB_MESSAGE_KINDS: tuple[JobMessageKind, ...] = (
@@ -45,7 +47,7 @@ JOB_MESSAGE_KINDS: tuple[JobMessageKind, ...] = (
 )
 
 
-class ProtocolError(ValueError):
+class ProtocolError(DataError, ValueError):
     """A message that does not follow the protocol (the text names what is wrong)."""
 
 
@@ -94,9 +96,10 @@ class Report:
     def from_dict(cls, data: Any) -> Report:
         if not isinstance(data, dict):
             raise ProtocolError("report: must be an object")
-        runs = data.get("epoch_batch_sizes", [])
-        if not isinstance(runs, list) or not all(
-            isinstance(r, list) and len(r) == 2 and all(_is_count(v, 1) for v in r) for r in runs
+        segments = data.get("epoch_batch_sizes", [])
+        if not isinstance(segments, list) or not all(
+            isinstance(r, list) and len(r) == 2 and all(_is_count(v, 1) for v in r)
+            for r in segments
         ):
             raise ProtocolError("report.epoch_batch_sizes: must be [[batch size, epochs], ...]")
         stats = data.get("batch_stats", [])
@@ -124,7 +127,7 @@ class Report:
             steps=data["steps"],
             samples=data["samples"],
             batch_size=data["batch_size"],
-            epoch_batch_sizes=tuple((int(b), int(c)) for b, c in runs),
+            epoch_batch_sizes=tuple((int(b), int(c)) for b, c in segments),
             busy_seconds=float(busy),
             batch_stats=tuple((int(b), int(n), float(t)) for b, n, t in stats),
         )

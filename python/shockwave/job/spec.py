@@ -1,22 +1,19 @@
-"""What a runnable job is: how to start it (:class:`RunSpec`) and what it is told at launch
-(:class:`JobLaunch`).
+"""What a job process is told at launch (:class:`JobLaunch`).
 
-A job of a workload that can run for real carries a :class:`RunSpec`: either the name of a
-bundled model family (:mod:`shockwave.job.families`) with a seed, or the command line of a user's
-own training script. When the runtime starts (or resumes) the job on its GPU slots, the job
-process receives a :class:`JobLaunch` as JSON in the environment variable :data:`ENV_JOB`,
-together with the variables listed below.
+A job of a workload that can run for real carries a :class:`~shockwave.run_spec.RunSpec` (a
+bundled model family or a user's command). When the runtime starts (or resumes) the job on its
+GPU slots, the job process receives a :class:`JobLaunch` (which holds that ``RunSpec``) as JSON
+in the environment variable :data:`ENV_JOB`, together with the variables listed below.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from shockwave.arguments import is_integer
+from shockwave.run_spec import RunSpec
 
 #: JSON of the :class:`JobLaunch` of this process.
 ENV_JOB = "SHOCKWAVE_JOB"
@@ -31,91 +28,6 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 #: What a slot is: a real GPU, or one CPU thread on a machine without GPUs.
 SlotKind = Literal["gpu", "cpu"]
-
-#: Largest seed (numpy's ``SeedSequence`` takes any integer; JSON readers keep 64 bits exactly).
-MAX_SEED = 2**63 - 1
-
-_OPTION_TYPES = (bool, int, float, str)
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """How to run a job: a bundled family or a command.
-
-    Attributes:
-        family: name of a bundled model family (``shockwave.job.families.FAMILIES``), or
-            ``None`` for a user command.
-        command: the argument vector of a user's training script (``["python", "train.py"]``),
-            or ``None`` for a bundled family. It runs in the workload file's directory and uses
-            :mod:`shockwave.job` to read its lease, report and checkpoint.
-        seed: seed of every random draw of the job (initialisation, data order, augmentation).
-        options: family-specific settings (JSON scalars), e.g. ``{"learning_rate": 0.05}``.
-    """
-
-    family: str | None = None
-    command: tuple[str, ...] | None = None
-    seed: int = 0
-    options: Mapping[str, bool | int | float | str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if (self.family is None) == (self.command is None):
-            raise ValueError("run: give exactly one of 'family' and 'command'")
-        if self.family is not None and (not isinstance(self.family, str) or not self.family):
-            raise ValueError(f"run.family must be a non-empty string, got {self.family!r}")
-        if self.command is not None:
-            command = tuple(self.command) if isinstance(self.command, (list, tuple)) else None
-            if not command or not all(isinstance(a, str) and a for a in command):
-                raise ValueError(
-                    f"run.command must be a non-empty list of strings, got {self.command!r}"
-                )
-            object.__setattr__(self, "command", command)
-        if (
-            isinstance(self.seed, bool)
-            or not isinstance(self.seed, int)
-            or not 0 <= self.seed <= MAX_SEED
-        ):
-            raise ValueError(f"run.seed must be an integer in [0, 2**63 - 1], got {self.seed!r}")
-        if not isinstance(self.options, Mapping):
-            raise ValueError(f"run.options must be an object, got {self.options!r}")
-        for key, value in self.options.items():
-            if not isinstance(key, str) or not isinstance(value, _OPTION_TYPES):
-                raise ValueError(
-                    f"run.options.{key}: must be a string, number or boolean, got {value!r}"
-                )
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"run.options.{key}: must be finite, got {value!r}")
-        object.__setattr__(self, "options", dict(self.options))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object of the native workload format's ``run`` key."""
-        out: dict[str, Any] = {}
-        if self.family is not None:
-            out["family"] = self.family
-        if self.command is not None:
-            out["command"] = list(self.command)
-        out["seed"] = self.seed
-        if self.options:
-            out["options"] = dict(self.options)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Any) -> RunSpec:
-        """Inverse of :meth:`to_dict`.
-
-        Raises:
-            ValueError: naming the field (``run.seed``, ...) for malformed input.
-        """
-        if not isinstance(data, dict):
-            raise ValueError(f"run must be an object, got {data!r}")
-        unknown = sorted(set(data) - {"family", "command", "seed", "options"})
-        if unknown:
-            raise ValueError(f"run: unknown key {unknown[0]!r}")
-        return cls(
-            family=data.get("family"),
-            command=data.get("command"),
-            seed=data.get("seed", 0),
-            options=data.get("options", {}),
-        )
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from shockwave.job.adaptation import BatchSizeAdapter
+from shockwave.job.batch_size_adapter import BatchSizeAdapter
 from shockwave.job.families.family import Dataset, Family, Params
 
 

@@ -20,8 +20,8 @@ uninterrupted run computes (same parameters bit for bit, same batch size every e
 
 **Batch size**: the epoch's batch size is the context's; the last batch of an epoch is partial
 when the batch size does not divide the epoch. At every epoch's end the job's
-:class:`~shockwave.job.adaptation.BatchSizeAdapter` (mode ``launch.mode``) picks the next epoch's
-batch size.
+:class:`~shockwave.job.batch_size_adapter.BatchSizeAdapter` (mode ``launch.mode``) picks the next
+epoch's batch size.
 
 **Options** (``launch.run.options``): ``learning_rate`` (> 0), ``momentum`` (in ``[0, 1)``),
 ``gns_threshold`` (> 0) and ``accordion_eta`` (> 0) override the family's defaults.
@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shockwave.arguments import is_number
-from shockwave.job.adaptation import ACCORDION_ETA, BatchSizeAdapter
+from shockwave.job.batch_size_adapter import ACCORDION_ETA, BatchSizeAdapter
 from shockwave.job.checkpoint import Checkpoint, digest
 from shockwave.job.context import JobContext
 from shockwave.job.families import Family, Params, get_family

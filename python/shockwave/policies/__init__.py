@@ -13,8 +13,8 @@ name               the original's name              what it does
 =================  ===============================  ==========================================
 
 Build one with :func:`make_policy`; write your own by subclassing
-:class:`~shockwave.policies.protocol.AllocationPolicy` or
-:class:`~shockwave.policies.protocol.RoundPolicy` (see ``docs/simulator.md``).
+:class:`~shockwave.scheduling.AllocationPolicy` or :class:`~shockwave.scheduling.RoundPolicy`
+(see ``docs/simulator.md`` and ``docs/architecture.md``).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from shockwave.policies.gandiva_fair import GandivaFair
 from shockwave.policies.max_min_fairness import MaxMinFairness
 from shockwave.policies.max_sum_throughput import MaxSumThroughput
 from shockwave.policies.min_total_duration import MinTotalDuration
-from shockwave.policies.protocol import AllocationPolicy, Policy, RoundPolicy
 from shockwave.policies.shockwave import Shockwave
+from shockwave.scheduling.protocol import Policy
 
 #: Constructors of the built-in policies, by name.
 POLICIES: dict[str, Callable[..., Policy]] = {
@@ -106,6 +106,15 @@ def make_policy(name: str, parameters: Mapping[str, Any] | None = None) -> Polic
     return factory(**parameters)
 
 
+def built_in_parameters(policy: Policy) -> dict[str, Any] | None:
+    """The parameters with which :func:`make_policy` rebuilds ``policy``, if it is an
+    instance of a built-in policy's own class (``None`` for any other policy)."""
+    factory = POLICIES.get(policy.name)
+    if factory is None or type(policy) is not factory:
+        return None
+    return {name: getattr(policy, name) for name in policy_parameters(policy.name)}
+
+
 def resolve_policy_name(name: str) -> str:
     """The built-in policy called ``name``, also accepting the original's names
     (``max_min_fairness`` for ``gavel``, ...).
@@ -129,15 +138,13 @@ __all__ = [
     "ORIGINAL_NAMES",
     "POLICIES",
     "AlloX",
-    "AllocationPolicy",
     "Fifo",
     "FinishTimeFairness",
     "GandivaFair",
     "MaxMinFairness",
     "MaxSumThroughput",
     "MinTotalDuration",
-    "Policy",
-    "RoundPolicy",
+    "built_in_parameters",
     "make_policy",
     "policy_parameters",
     "resolve_policy_name",

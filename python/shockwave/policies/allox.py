@@ -8,7 +8,10 @@ identical GPUs:
   GPU for each; the other jobs, oldest first, are the candidates, at most
   ``max(floor(alpha * m), n)`` of them (``m`` candidates, ``n`` free GPUs);
 * the cost of putting job ``i`` ``k``-th from last on a GPU is ``k * R_i`` (plus its waiting
-  time, a row constant that does not change the optimum), ``R_i`` its remaining run time;
+  time, a row constant that does not change the optimum), ``R_i`` its remaining run time
+  (``state.remaining_seconds``: under the original's mechanics that is the original's own
+  ``remaining_steps / throughput``; the original's guard against a zero throughput is moot
+  there, as the mechanics refuse jobs that cannot run);
 * on each GPU the job in the highest position runs first and receives ``x = 1 / w_i`` (the
   original ignores gang sizes in the matching);
 * every other job keeps its previous fraction: allocations are sticky, so a multi-GPU job keeps
@@ -24,16 +27,17 @@ keeps large clusters tractable.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from scipy.optimize import linear_sum_assignment
 
+from shockwave.persistence import StateReader
+from shockwave.policies.saved_state import id_table, read_id_table
 from shockwave.scheduling import AllocationPolicy, ClusterState
-
-#: The original replaces a zero throughput by this before dividing.
-_TINY_THROUGHPUT = 1e-10
 
 
 @dataclass
@@ -58,6 +62,15 @@ class AlloX(AllocationPolicy):
 
     def reset(self) -> None:
         self._previous = {}
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"previous": id_table(self._previous)}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        saved = StateReader(dict(state), f"policy {self.name!r}")
+        previous = read_id_table(saved.table("previous"))
+        saved.done()
+        self._previous = previous
 
     def allocate(self, state: ClusterState) -> npt.NDArray[np.float64]:
         n_active = state.num_active
@@ -85,11 +98,7 @@ class AlloX(AllocationPolicy):
         self, candidates: npt.NDArray[np.int64], state: ClusterState, gpus: int
     ) -> npt.NDArray[np.int64]:
         m = candidates.shape[0]
-        if state.mechanics == "gavel":
-            throughput = np.where(state.throughput == 0.0, _TINY_THROUGHPUT, state.throughput)
-            seconds = (state.remaining_steps / throughput)[candidates]
-        else:
-            seconds = state.remaining_seconds[candidates]
+        seconds = state.remaining_seconds[candidates]
         positions = m
         if m * m * gpus > self.full_matrix_limit:
             positions = min(m, math.ceil(m / gpus) + 1)

@@ -16,20 +16,31 @@ bottleneck jobs are pinned by the min-max; the original returns whatever its sol
 on for the others. We return the analytic center of the optimal face
 ``{l(rho*) <= x <= 1, w.x <= G}``.
 
-Units: under ``gavel`` mechanics ``W`` is the original's remaining step count and ``r`` the
-throughput, so ``c`` inherits the original's quirk (a batch-size change rescales ``W`` and makes
-``c`` jump); a job with negative remaining steps (a "stuck" job) makes the original's program
-non-convex, and it falls back to the isolated allocation without updating ``c`` (we do the same).
-Under ``exact`` mechanics ``W`` is the remaining run time in seconds and ``r = 1``.
+Units: ``W`` is the remaining work in the unit the cluster's progress counters count
+(``state.progress_counter``). Where they count steps (the original simulator's mechanics) ``W``
+is the original's remaining step count and ``r`` the throughput, so ``c`` inherits the
+original's quirk (a batch-size change rescales ``W`` and makes ``c`` jump); a job with negative
+remaining steps (a "stuck" job) makes the original's program non-convex, and it falls back to
+the isolated allocation without updating ``c`` (we do the same). Where they follow the profiles
+(exact profiles, the planned view, real runs) ``W`` is the remaining run time in seconds and
+``r = 1``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.persistence import StateReader
 from shockwave.policies.analytic_center import interior_point
+from shockwave.policies.saved_state import id_table, read_id_table
 from shockwave.scheduling import AllocationPolicy, ClusterState
+
+#: The per-job tables the policy keeps between calls (its state in a checkpoint).
+_TABLES = ("_used", "_previous_work", "_previous_isolated_rate")
 
 _BISECTION_STEPS = 400
 
@@ -53,6 +64,16 @@ class FinishTimeFairness(AllocationPolicy):
         self._previous_work: dict[int, float] = {}
         self._previous_isolated_rate: dict[int, float] = {}
 
+    def snapshot(self) -> dict[str, Any]:
+        return {name.lstrip("_"): id_table(getattr(self, name)) for name in _TABLES}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        saved = StateReader(dict(state), f"policy {self.name!r}")
+        tables = {name: read_id_table(saved.table(name.lstrip("_"))) for name in _TABLES}
+        saved.done()
+        for name, table in tables.items():
+            setattr(self, name, table)
+
     def allocate(self, state: ClusterState) -> npt.NDArray[np.float64]:
         n = state.num_active
         if n == 0:
@@ -61,7 +82,7 @@ class FinishTimeFairness(AllocationPolicy):
             return np.zeros(0)
         gang = state.gang_size
         iso = isolated_share(state.gpus, gang)
-        if state.mechanics == "gavel":
+        if state.progress_counter == "steps":
             work = state.remaining_steps
             rate = state.throughput
         else:

@@ -1,10 +1,15 @@
 """Run real training jobs under a scheduling policy: the round-based cluster runtime.
 
 The same policies that drive the simulator (every built-in one, or your own, through the same
-:class:`~shockwave.policies.protocol.AllocationPolicy` / ``RoundPolicy`` protocol and
-:class:`~shockwave.sim.state.ClusterState`) drive real processes here: each round the scheduler
-builds the state from what the jobs reported, asks the policy, and grants leases; jobs
-checkpoint when preempted and resume when scheduled (:mod:`shockwave.job` is their side).
+:class:`~shockwave.scheduling.AllocationPolicy` / ``RoundPolicy`` protocol and
+:class:`~shockwave.scheduling.ClusterState`) drive real processes here, under the same round
+loop (:mod:`shockwave.rounds`): each round the scheduler builds the state from what the jobs
+reported, asks the policy, and grants leases; jobs checkpoint when preempted and resume when
+scheduled (:mod:`shockwave.job` is their side). The parts: :mod:`~shockwave.runtime.scheduler`
+(the run), :mod:`~shockwave.runtime.live_cluster` (the cluster world),
+:mod:`~shockwave.runtime.processes` and :mod:`~shockwave.runtime.lifecycle` (the jobs'
+processes and phases), :mod:`~shockwave.runtime.failures` (restarts and kills),
+:mod:`~shockwave.runtime.accounting` (reports), :mod:`~shockwave.runtime.journal`.
 
 * :func:`run_workload` runs a workload of runnable jobs (each with a ``run`` spec: a bundled
   family or a user command) and returns a :class:`RunResult`;
@@ -28,20 +33,22 @@ from typing import Any
 
 from shockwave import __version__
 from shockwave.atomic import atomic_write_text
+from shockwave.errors import OutputError
 from shockwave.job.spec import SlotKind
 from shockwave.policies import make_policy, resolve_policy_name
-from shockwave.policies.protocol import Policy
 from shockwave.runtime.config import (
     DEFAULT_RUN_ROUND_SECONDS,
     EXECUTORS,
     RuntimeConfig,
     resolve_slot_kind,
 )
-from shockwave.runtime.engine import RunProgressCallback, RuntimeEngine
 from shockwave.runtime.executor import Executor, check_runnable
 from shockwave.runtime.journal import Journal, JournalError
+from shockwave.runtime.live_cluster import RunProgressCallback, RunStatus
 from shockwave.runtime.local_executor import LocalExecutor
 from shockwave.runtime.result import RunResult, run_result
+from shockwave.runtime.scheduler import RuntimeScheduler
+from shockwave.scheduling.protocol import Policy
 from shockwave.traces import read_native, write_native
 from shockwave.workload import Workload
 
@@ -50,7 +57,9 @@ __all__ = [
     "EXECUTORS",
     "JournalError",
     "RunDirectoryBusyError",
+    "RunProgressCallback",
     "RunResult",
+    "RunStatus",
     "RuntimeConfig",
     "resume_run",
     "run_workload",
@@ -94,7 +103,7 @@ def run_workload(
         config: the cluster, the executor and the run directory (created; it must not hold a
             journal already).
         policy_parameters: parameters of a built-in policy given by name.
-        progress: called often with the engine (for a live display).
+        progress: called often with the run's :class:`RunStatus` (for a live display).
 
     Returns:
         The result, also written to ``run_dir/result.json``. A run interrupted by Ctrl-C returns
@@ -216,17 +225,19 @@ def _execute(
     started = time.perf_counter()
     executor = make_executor(config)
     try:
-        engine = RuntimeEngine(workload, policy, config, executor, journal, slot_kind, progress)
+        scheduler = RuntimeScheduler(
+            workload, policy, config, executor, journal, slot_kind, progress
+        )
         if resume:
             snapshot = journal.snapshot()
             if snapshot is not None:
-                engine.restore(journal.rounds(), snapshot[1])
-        engine.execute()
+                scheduler.restore(journal.rounds(), snapshot[1])
+        scheduler.execute()
     except BaseException:
         executor.close()
         journal.close()
         raise
-    result = run_result(engine, time.perf_counter() - started, executor.name)
+    result = run_result(scheduler, time.perf_counter() - started, executor.name)
     text = result.to_json(indent=1) + "\n"
     atomic_write_text(config.run_dir / RESULT_NAME, text)
     if config.output is not None:
@@ -237,8 +248,9 @@ def _execute(
     return result
 
 
-class RunDirectoryBusyError(JournalError):
-    """The run directory belongs to a scheduler that is still running."""
+class RunDirectoryBusyError(OutputError, JournalError):
+    """The run directory belongs to a scheduler that is still running (an output refused: exit
+    status 4; also a :class:`JournalError`)."""
 
 
 class RunLock:

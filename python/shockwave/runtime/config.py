@@ -10,7 +10,7 @@ from typing import Literal
 
 from shockwave.arguments import is_integer
 from shockwave.job.spec import SlotKind
-from shockwave.sim.config import GAVEL_MIN_SECONDS_BETWEEN_RECOMPUTES
+from shockwave.scheduling.config import GAVEL_MIN_SECONDS_BETWEEN_RECOMPUTES
 
 #: Executors: ``local`` (child processes of the scheduler) or ``ray`` (Ray tasks on a cluster).
 ExecutorName = Literal["local", "ray"]

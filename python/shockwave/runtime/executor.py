@@ -1,6 +1,6 @@
 """The executor protocol: how the scheduler starts job processes and talks to them.
 
-The scheduler (:mod:`shockwave.runtime.engine`) is the same for every executor. An executor
+The scheduler (:mod:`shockwave.runtime.scheduler`) is the same for every executor. An executor
 starts one process per job *incarnation* (a launch of the job on its GPU slots), carries the
 lease protocol's messages (:mod:`shockwave.job.protocol`) both ways, and reports when a process
 ends. Two executors implement it: :class:`~shockwave.runtime.local_executor.LocalExecutor` (child

@@ -49,8 +49,8 @@ import numpy.typing as npt
 from shockwave.arguments import is_integer
 from shockwave.catalog import ADAPTATION_MODES, AdaptationMode
 from shockwave.job.families import FAMILIES, Family
-from shockwave.job.spec import RunSpec
-from shockwave.profiles import epoch_durations
+from shockwave.profile_rules import epoch_durations
+from shockwave.run_spec import RunSpec
 from shockwave.throughputs import ThroughputTable
 from shockwave.workload import Job, Workload
 

@@ -1,17 +1,21 @@
 """The scheduler's journal: every round of a real run, durable, so a killed scheduler resumes.
 
 One SQLite database (standard library) in WAL mode with ``synchronous=FULL`` (each commit is
-fsync'd). Every round is one transaction holding
+fsync'd). Every round is one transaction (written by :class:`JournalWriter`, an observer of the
+round loop, after the round is decided and before it is carried out) holding
 
-* the :class:`~shockwave.sim.state.ClusterState` handed to the policy and the policy's answer
-  (to replay the policy's calls on resume, which rebuilds whatever state the policy keeps), and
-* a snapshot of the scheduler's own state after the decision,
+* the :class:`~shockwave.scheduling.ClusterState` handed to the policy and the policy's answer
+  (on resume the policy's calls are replayed into a fresh policy, as a check: the rounds whose
+  answer differs are reported, :func:`replay_divergence`), and
+* the round loop's snapshot after the decision (:class:`~shockwave.rounds.snapshot.RoundSnapshot`,
+  the same snapshot a simulation checkpoint holds, the policy's own state included): a resume
+  restores it,
 
 together with the events of the round (starts, stops, completions, crashes) as readable rows.
 ``shockwave cluster run --resume DIR`` reads the run's settings back from the ``meta`` table.
 
 State is data, never code: every blob is JSON plus numpy arrays
-(:mod:`shockwave.runtime.state_codec`), so reading a journal that someone edited cannot run
+(:mod:`shockwave.persistence`), so reading a journal that someone edited cannot run
 anything. Every round row carries a SHA-256 digest chained over the rows before it (its index,
 boundary, state and decision, and the previous row's digest), and the snapshot row the digest
 of its round's row and of its own data: a flipped bit, a deleted or reordered round, a snapshot
@@ -21,6 +25,7 @@ round (the command line's exit status 3).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sqlite3
@@ -28,13 +33,24 @@ import time
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shockwave.runtime import state_codec
+import numpy as np
 
-#: Version of the journal's layout (a resume refuses a journal of another version). Version 2:
-#: data-only blobs and chained digests (version 1 held pickles).
-JOURNAL_VERSION = 2
+from shockwave import persistence
+from shockwave.errors import DataError
+from shockwave.rounds.observers import RoundObserver, RoundReport
+from shockwave.scheduling.protocol import AllocationPolicy, Policy, RoundPolicy
+from shockwave.scheduling.state import ClusterState, SampleLog
+from shockwave.workload import Workload
+
+if TYPE_CHECKING:
+    from shockwave.rounds.loop import RoundLoop
+
+#: Version of the journal's layout (a resume refuses a journal of another version). Version 3:
+#: the round loop's snapshot and the state's fields of what differs between worlds; version 2:
+#: data-only blobs and chained digests; version 1 held pickles.
+JOURNAL_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -63,7 +79,7 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
-class JournalError(ValueError):
+class JournalError(DataError, ValueError):
     """A journal that cannot be resumed (missing, another version, corrupt or tampered with)."""
 
 
@@ -150,8 +166,8 @@ class Journal:
     ) -> None:
         """Write round ``index`` (its policy input and answer), the scheduler's snapshot and the
         buffered events in one durable transaction."""
-        state_blob, decision_blob = state_codec.encode(state), state_codec.encode(decision)
-        snapshot_blob = state_codec.encode(snapshot)
+        state_blob, decision_blob = persistence.encode(state), persistence.encode(decision)
+        snapshot_blob = persistence.encode(snapshot)
         with self._transaction():
             row = self._db.execute(
                 "SELECT digest FROM rounds WHERE idx < ? ORDER BY idx DESC LIMIT 1", (index,)
@@ -199,10 +215,10 @@ class Journal:
             try:
                 out.append(
                     JournalRound(
-                        index, trace_time, state_codec.decode(state), state_codec.decode(decision)
+                        index, trace_time, persistence.decode(state), persistence.decode(decision)
                     )
                 )
-            except state_codec.StateFormatError as exc:
+            except persistence.StateFormatError as exc:
                 raise JournalError(f"{where}: {exc}") from None
             if not isinstance(out[-1].state, dict):
                 raise JournalError(f"{where}: its state is not a table of fields")
@@ -225,8 +241,8 @@ class Journal:
         if not isinstance(data, bytes) or digest != _snapshot_digest(last[0][1], data):
             raise JournalError(f"{self.path}: the snapshot's digest does not match (corrupt)")
         try:
-            return int(index), state_codec.decode(data)
-        except state_codec.StateFormatError as exc:
+            return int(index), persistence.decode(data)
+        except persistence.StateFormatError as exc:
             raise JournalError(f"{self.path}: the snapshot: {exc}") from None
 
     def _query(self, sql: str) -> list[Any]:
@@ -283,3 +299,53 @@ def _round_digest(
 
 def _snapshot_digest(round_digest: str, data: bytes) -> str:
     return hashlib.sha256(round_digest.encode() + data).hexdigest()
+
+
+#: The state fields a round row holds (the workload and the sample log are the run's own).
+_STATE_FIELDS = tuple(
+    f.name for f in dataclasses.fields(ClusterState) if f.name not in ("workload", "_samples")
+)
+
+
+class JournalWriter(RoundObserver):
+    """Journals every round of a real run, with the loop's snapshot (see the module notes).
+
+    The snapshot is taken after the round is decided: a resume continues at the next round (the
+    round in flight is lost, :class:`~shockwave.runtime.live_cluster.LiveCluster`).
+    """
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    def round_decided(self, loop: RoundLoop, report: RoundReport) -> None:
+        state = report.state
+        assert state is not None  # a real run asks its policy every round
+        fields = {name: getattr(state, name) for name in _STATE_FIELDS}
+        snapshot = dataclasses.replace(loop.snapshot(), round_index=report.round_index + 1)
+        self.journal.append_round(
+            report.round_index, report.time, fields, report.answer, snapshot.to_data()
+        )
+
+
+def replay_divergence(
+    policy: Policy, rounds: list[JournalRound], workload: Workload, samples: SampleLog
+) -> list[int]:
+    """Ask a fresh ``policy`` every journaled question again, in order; return the rounds whose
+    answer differs from the journaled one (a policy that is not deterministic, or another
+    version of it).
+
+    Raises:
+        TypeError, ValueError, KeyError, IndexError: for a journaled state that does not fit.
+    """
+    policy.reset()
+    diverged = []
+    for entry in rounds:
+        state = ClusterState(workload=workload, _samples=samples, **entry.state)
+        if isinstance(policy, RoundPolicy):
+            answer: Any = np.sort(np.asarray(policy.schedule(state), dtype=np.int64))
+        else:
+            assert isinstance(policy, AllocationPolicy)
+            answer = np.clip(np.asarray(policy.allocate(state), dtype=np.float64), 0, 1)
+        if not np.array_equal(answer, entry.decision):
+            diverged.append(entry.index)
+    return diverged

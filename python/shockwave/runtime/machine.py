@@ -38,11 +38,15 @@ import numpy as np
 from shockwave import __version__
 from shockwave.errors import TraceError
 from shockwave.job.families import FAMILIES
-from shockwave.job.profiling import measure_throughput
-from shockwave.job.spec import RunSpec
-from shockwave.profiles import epoch_durations
+from shockwave.job.throughput_probe import measure_throughput
+from shockwave.profile_rules import epoch_durations
+from shockwave.run_spec import RunSpec
 from shockwave.runtime.config import machine_gpus, usable_cores
-from shockwave.runtime.profile import ProfileCallback, profile_families, write_throughput_file
+from shockwave.runtime.throughput_measurement import (
+    MeasurementCallback,
+    measure_family_throughputs,
+    write_throughput_file,
+)
 from shockwave.throughputs import RuntimeCosts, ThroughputTable
 from shockwave.workload import Job, Workload
 
@@ -116,7 +120,7 @@ def machine_profile(
     *,
     measure: bool = True,
     seconds: float = 2.0,
-    progress: ProfileCallback | None = None,
+    progress: MeasurementCallback | None = None,
     note: NoteCallback | None = None,
 ) -> ThroughputTable:
     """This machine's profile: cached, or measured now (about a minute) and cached.
@@ -146,11 +150,11 @@ def machine_profile(
 
 
 def refresh_machine_profile(
-    *, seconds: float = 2.0, progress: ProfileCallback | None = None
+    *, seconds: float = 2.0, progress: MeasurementCallback | None = None
 ) -> ThroughputTable:
     """Measure this machine's profile (every bundled family, then the runtime's costs) and
     replace the cached one; return it."""
-    table = profile_families(seconds=seconds, progress=progress)
+    table = measure_family_throughputs(seconds=seconds, progress=progress)
     costs = measure_costs(table)
     table = dataclasses.replace(table, costs=costs, source=str(profile_cache_path()))
     path = profile_cache_path()

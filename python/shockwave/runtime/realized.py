@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from shockwave.profiles import epoch_durations
+from shockwave.profile_rules import epoch_durations
 from shockwave.runtime.result import RunResult
 from shockwave.throughputs import ThroughputTable
 from shockwave.workload import Job, Workload

@@ -38,11 +38,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from shockwave.metrics import SimulationResult, summarize, unfair_fraction
+from shockwave.workload import Workload
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from shockwave.runtime.engine import RuntimeEngine
+    from shockwave.runtime.lifecycle import LiveJob
+    from shockwave.runtime.scheduler import RuntimeScheduler
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,18 +109,22 @@ class RunResult(SimulationResult):
         return frame
 
 
-def run_result(engine: RuntimeEngine, wall_seconds: float, executor: str) -> RunResult:
-    """The result of ``engine``'s run (finished or interrupted)."""
-    record = engine.record(engine.makespan, wall_seconds)
-    record = dataclasses.replace(record, exclusive_seconds=_realized_exclusive(engine, record))
-    trace_order = np.empty(engine.n, dtype=np.int64)
-    trace_order[engine.position] = np.arange(engine.n, dtype=np.int64)
-    runs = [engine.runs[int(i)] for i in trace_order.tolist()]
-    completed = np.array([run.end_kind == "finished" for run in runs], dtype=bool)
+def run_result(scheduler: RuntimeScheduler, wall_seconds: float, executor: str) -> RunResult:
+    """The result of ``scheduler``'s run (finished or interrupted)."""
+    record = scheduler.record(wall_seconds)
+    ledger = scheduler.ledger
+    trace_order = np.empty(ledger.n, dtype=np.int64)
+    trace_order[ledger.position] = np.arange(ledger.n, dtype=np.int64)
+    jobs = [scheduler.processes.live[int(i)] for i in trace_order.tolist()]
+    workload = scheduler.workload
+    realized = _realized_exclusive(workload, jobs, record)
+    record = dataclasses.replace(record, exclusive_seconds=realized)
+    outcomes = [job.outcome for job in jobs]
+    completed = np.array([o is not None and o.kind == "finished" for o in outcomes], dtype=bool)
     failed = [
         int(job.job_id)
-        for job, run in zip(engine.workload.jobs, runs, strict=True)
-        if run.end_kind == "failed"
+        for job, outcome in zip(workload.jobs, outcomes, strict=True)
+        if outcome is not None and outcome.kind == "failed"
     ]
     if not completed.all():  # no time of a failed or unfinished job counts as a completion
         completion = record.completion_time.copy()
@@ -129,86 +135,94 @@ def run_result(engine: RuntimeEngine, wall_seconds: float, executor: str) -> Run
     base = summarize(record)
     if not completed.all():
         base = _partial(base, completed)
-    incomplete = engine.incomplete or (not completed.all() and not failed)
+    incomplete = scheduler.incomplete or (not completed.all() and not failed)
     status = "failed" if failed else "incomplete" if incomplete else "completed"
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(SimulationResult)}
-    fields["mechanics"] = "physical"
+    world = scheduler.world
+    config = scheduler.config
     return RunResult(
         **fields,
         status=status,
         aggregates=(
-            f"all {engine.n} jobs"
+            f"all {ledger.n} jobs"
             if status == "completed"
-            else f"the {int(completed.sum())} of {engine.n} jobs that finished"
+            else f"the {int(completed.sum())} of {ledger.n} jobs that finished"
         ),
         executor=executor,
-        slot_kind=engine.slot_kind,
+        slot_kind=scheduler.slot_kind,
         incomplete=incomplete,
         failed_jobs=failed,
-        restarts=[run.crashes for run in runs],
-        preemptions=[run.preemptions for run in runs],
-        launches=[run.launches for run in runs],
-        final_digest=[run.digest for run in runs],
-        errors=[run.error for run in runs],
-        epoch_batch_sizes=[[[b, c] for b, c in run.epoch_log] for run in runs],
+        restarts=[job.history.crashes for job in jobs],
+        preemptions=[job.history.preemptions for job in jobs],
+        launches=[job.history.launches for job in jobs],
+        final_digest=[o.digest if o is not None else None for o in outcomes],
+        errors=[job.error for job in jobs],
+        epoch_batch_sizes=[[[b, c] for b, c in job.progress.epoch_log] for job in jobs],
         measured_throughput=[
             {
                 str(size): steps / seconds
-                for size, (steps, seconds) in sorted(run.throughput.items())
+                for size, (steps, seconds) in sorted(job.history.throughput.items())
             }
-            for run in runs
+            for job in jobs
         ],
-        start_seconds=[[list(s) for s in run.starts] for run in runs],
-        round_boundary_wait=list(engine.round_boundary_wait),
-        round_decision_seconds=list(engine.round_decision_seconds),
-        replay_divergence=list(engine.replay_divergence),
-        run_dir=str(engine.runtime.run_dir),
-        output=None if engine.runtime.output is None else str(engine.runtime.output),
-        throughputs=_table_provenance(engine),
-        profile_ratio=_profile_ratio(engine, runs),
+        start_seconds=[[list(s) for s in job.history.starts] for job in jobs],
+        round_boundary_wait=list(world.round_boundary_wait),
+        round_decision_seconds=list(world.round_decision_seconds),
+        replay_divergence=list(scheduler.replay_divergence),
+        run_dir=str(config.run_dir),
+        output=None if config.output is None else str(config.output),
+        throughputs=_table_provenance(workload),
+        profile_ratio=_profile_ratio(workload, jobs),
     )
 
 
-def _table_provenance(engine: RuntimeEngine) -> dict[str, str]:
+def _table_provenance(workload: Workload) -> dict[str, str]:
     """Which throughput table the run's plans and fairness rest on."""
-    table = engine.workload.throughputs
-    costs = engine.workload.costs
+    table = workload.throughputs
+    costs = workload.costs
     return {
         "source": table.source if table is not None else "the workload's own durations",
         "machine": costs.machine if costs is not None else "",
     }
 
 
-def _profile_ratio(engine: RuntimeEngine, runs: list[Any]) -> float | None:
+def _profile_ratio(workload: Workload, jobs: list[LiveJob]) -> float | None:
     """The median over (job, batch size) of the throughput measured in the run over the
     planned one (the workload's epoch durations), or ``None`` without measurements."""
     ratios = []
-    for job, run in zip(engine.workload.jobs, runs, strict=True):
+    for spec, job in zip(workload.jobs, jobs, strict=True):
         planned: dict[int, float] = {}
-        for size, seconds in zip(job.batch_sizes.tolist(), job.epoch_seconds.tolist(), strict=True):
+        for size, seconds in zip(
+            spec.batch_sizes.tolist(), spec.epoch_seconds.tolist(), strict=True
+        ):
             planned.setdefault(int(size), float(seconds))
-        per_epoch = float(job.samples_per_epoch or 0)
-        for size, (steps, seconds) in run.throughput.items():
+        per_epoch = float(spec.samples_per_epoch or 0)
+        for size, (steps, seconds) in job.history.throughput.items():
             if size in planned and seconds > 0 and steps > 0 and per_epoch > 0:
                 planned_rate = (per_epoch / size) / planned[size]  # as profiles.epoch_durations
                 ratios.append((steps / seconds) / planned_rate)
     return round(float(np.median(ratios)), 4) if ratios else None
 
 
-def _realized_exclusive(engine: RuntimeEngine, record: Any) -> np.ndarray[Any, Any]:
+def _realized_exclusive(
+    workload: Workload, jobs: list[LiveJob], record: Any
+) -> np.ndarray[Any, Any]:
     """Each job's runtime alone on its gang for the batch sizes it actually ran at (the
     profiled duration of each of its regimes, summed over its epochs); the planned one for a job
-    that did not finish. The finish-time-fairness denominator of a real run."""
+    that did not finish. The finish-time-fairness denominator of a real run. (``jobs`` in trace
+    order.)"""
     out = np.array(record.exclusive_seconds, dtype=np.float64)
-    for position, job in enumerate(engine.workload.jobs):
-        run = engine.runs[engine.internal[int(job.job_id)]]
-        if sum(count for _, count in run.epoch_log) != job.num_epochs:
+    for position, (spec, job) in enumerate(zip(workload.jobs, jobs, strict=True)):
+        epoch_log = job.progress.epoch_log
+        if sum(count for _, count in epoch_log) != spec.num_epochs:
             continue
         planned: dict[int, float] = {}
-        for size, seconds in zip(job.batch_sizes.tolist(), job.epoch_seconds.tolist(), strict=True):
+        for size, seconds in zip(
+            spec.batch_sizes.tolist(), spec.epoch_seconds.tolist(), strict=True
+        ):
             planned.setdefault(int(size), float(seconds))
         total = 0.0
-        for size, count in run.epoch_log:
+        for size, count in epoch_log:
             for _ in range(count):  # summed in epoch order, as the simulator sums a profile
                 total += planned[size]
         out[position] = total

@@ -1,7 +1,9 @@
-"""The raw record of a simulation run: what happened to every job and in every round.
+"""The raw record of a run (a simulation or a real run): what happened to every job and round.
 
 :mod:`shockwave.metrics` turns a record into the reported metrics; the record itself holds only
-facts (times, counts), in trace order for per-job arrays.
+facts (times, counts), in trace order for per-job arrays, and the few settings the metrics read
+(the cluster's size, the round length, the seed, and which world ran: ``exact``, ``gavel`` or
+``physical``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from shockwave.scheduling.config import SimulationConfig
 from shockwave.workload import Workload
 
 FloatArray = npt.NDArray[np.float64]
@@ -21,7 +22,14 @@ BoolArray = npt.NDArray[np.bool_]
 
 @dataclass(frozen=True, eq=False)
 class SimulationRecord:
-    """Everything a simulation observed.
+    """Everything a run observed.
+
+    Settings:
+        gpus: GPUs in the cluster.
+        round_seconds: round length tau, seconds.
+        seed: the seed of the run's random draws (0 for a real run).
+        mechanics: the world that ran: ``"exact"`` or ``"gavel"`` (simulations) or
+            ``"physical"`` (a real run).
 
     Per job (arrays in trace order, one entry per job of ``workload``):
         arrival_time: trace arrival, seconds.
@@ -56,7 +64,10 @@ class SimulationRecord:
     """
 
     workload: Workload
-    config: SimulationConfig
+    gpus: int
+    round_seconds: float
+    seed: int
+    mechanics: str
     policy_name: str
     arrival_time: FloatArray
     admission_time: FloatArray

@@ -6,29 +6,45 @@ columns (``state.gang_size``, ``state.remaining_seconds``) instead of walking pe
 Per-job static facts (the profile: batch size and duration of every epoch) stay on the
 :class:`~shockwave.workload.Job` objects, reachable through :meth:`ClusterState.job`.
 
-Progress is reported in the units of the active mechanics:
+The state says, in three fields, what differs between the cluster worlds that build it, so
+that a policy never needs to know which world it runs in (:mod:`shockwave.rounds.world`):
 
-* ``exact``: a job follows its profile; ``steps_run`` and ``total_steps`` count the profile's
-  iterations (an epoch at batch size ``b`` has ``ceil(samples_per_epoch / b)`` of them);
-* ``gavel``: a job follows the original simulator's runtime batch-size rules; ``steps_run`` and
-  ``total_steps`` are the original's step counters, in iterations at the *current* batch size
-  (they are rescaled whenever the batch size changes).
+* ``progress_counter``: what the cluster's progress counters count. ``"profile"`` (exact
+  profiles, the planned view, real runs): the position along each job's profile;
+  ``remaining_seconds`` is the profile's time left and ``steps_run`` / ``total_steps`` count the
+  profile's iterations (an epoch at batch size ``b`` has ``ceil(samples_per_epoch / b)`` of
+  them). ``"steps"`` (the original simulator's mechanics): the original's step counters, in
+  iterations at the *current* batch size, rescaled whenever the batch size changes;
+  ``remaining_steps`` is the counter and ``remaining_seconds = remaining_steps / throughput``.
+* ``batch_size_changes``: ``"profile"``: every batch size a job reaches is one of its profile's;
+  ``"runtime-rules"``: jobs change batch size by the original simulator's runtime rules
+  (:mod:`shockwave.sim.runtime_batch_size`), possibly to sizes their profile does not list, at
+  the rates of the workload's throughput table.
+* ``original_quirks``: the cluster reproduces the original Gavel/Shockwave simulator, so a
+  policy whose original implementation has a quirk the original's results depend on keeps it
+  (FIFO's count of free GPUs).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from shockwave.id_lookup import positions_of
-from shockwave.scheduling.config import Mechanics
+from shockwave.persistence import StateReader
 from shockwave.workload import Job, Workload
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+#: What a cluster's progress counters count (:attr:`ClusterState.progress_counter`).
+ProgressCounter = Literal["profile", "steps"]
+#: How jobs change batch size (:attr:`ClusterState.batch_size_changes`).
+BatchSizeChanges = Literal["profile", "runtime-rules"]
 
 
 @dataclass(frozen=True)
@@ -117,12 +133,50 @@ class SampleLog:
             self._round[rows].copy(), self._rate[rows].copy(), self._batch[rows].copy()
         )
 
-    def __getstate__(self) -> dict[str, object]:
-        """Pickled without the spare capacity."""
-        state = dict(self.__dict__)
-        for name in ("_round", "_rate", "_batch", "_previous"):
-            state[name] = state[name][: self._size].copy()
-        return state
+    def snapshot(self) -> dict[str, Any]:
+        """Every sample and the latest per job, as data (:mod:`shockwave.persistence`)."""
+        size = self._size
+        return {
+            "round": self._round[:size].copy(),
+            "rate": self._rate[:size].copy(),
+            "batch": self._batch[:size].copy(),
+            "previous": self._previous[:size].copy(),
+            "latest": self._latest.copy(),
+            "last_round": self.last_round.copy(),
+            "last_rate": self.last_rate.copy(),
+            "last_batch_size": self.last_batch_size.copy(),
+        }
+
+    def restore(self, saved: StateReader) -> None:
+        """Take back :meth:`snapshot` (of a log over the same jobs), every array checked.
+
+        Raises:
+            shockwave.persistence.StateFormatError: naming the field that does not fit.
+        """
+        jobs = self._latest.shape[0]
+        rounds = saved.array("round", np.int64, (None,))
+        size = rounds.shape[0]
+        rate = saved.array("rate", np.float64, (size,))
+        batch = saved.array("batch", np.int64, (size,))
+        previous = saved.array("previous", np.int64, (size,))
+        latest = saved.array("latest", np.int64, (jobs,))
+        if (
+            np.any(previous >= np.arange(size))
+            or np.any(previous < -1)
+            or np.any(latest >= size)
+            or np.any(latest < -1)
+        ):
+            raise saved.error("previous", "the chains of samples point forward or out of range")
+        last = (
+            saved.array("last_round", np.int64, (jobs,)),
+            saved.array("last_rate", np.float64, (jobs,)),
+            saved.array("last_batch_size", np.int64, (jobs,)),
+        )
+        saved.done()
+        self._size = size
+        self._round, self._rate, self._batch, self._previous = rounds, rate, batch, previous
+        self._latest = latest
+        self.last_round, self.last_rate, self.last_batch_size = last
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,7 +188,10 @@ class ClusterState:
         round_index: index of the round about to be scheduled (0-based).
         gpus: GPUs in the cluster (G).
         round_seconds: round length tau, seconds.
-        mechanics: ``"exact"`` or ``"gavel"``.
+        progress_counter: what the progress counters count, ``"profile"`` or ``"steps"`` (see
+            the module notes).
+        batch_size_changes: ``"profile"`` or ``"runtime-rules"`` (see the module notes).
+        original_quirks: whether policies keep the original's quirks (see the module notes).
         workload: the simulated workload (every job, static facts).
 
     Arrays, one entry per active job, in admission order:
@@ -147,14 +204,16 @@ class ClusterState:
         weight: priority weights (1 in every original trace).
         num_epochs: epochs of each job's profile (E).
         epochs_done: whole epochs completed (``floor`` of ``epoch_progress``).
-        epoch_progress: epochs completed, fractional (``exact``: exact position in the profile;
-            ``gavel``: the original's steps run divided by iterations per epoch).
+        epoch_progress: epochs completed, fractional (``progress_counter == "profile"``: the
+            position in the profile; ``"steps"``: the original's steps run divided by iterations
+            per epoch).
         steps_run, total_steps, remaining_steps: iteration counters (see the module notes).
         batch_size: the batch size the job runs at now.
         throughput: isolated throughput at the current batch size, iterations per second for the
             whole gang (noise-free).
-        remaining_seconds: exclusive run time left at full speed, seconds (``exact``: the rest
-            of the profile; ``gavel``: ``remaining_steps / throughput``, the original's view).
+        remaining_seconds: exclusive run time left at full speed, seconds (``"profile"``: the
+            rest of the profile; ``"steps"``: ``remaining_steps / throughput``, the original's
+            view).
         service_seconds: run time received so far, seconds, net of restart penalties.
         rounds_run, rounds_queued: rounds the job ran / waited since admission.
         ran_last_round: whether the job ran in the previous round.
@@ -172,7 +231,9 @@ class ClusterState:
     round_index: int
     gpus: int
     round_seconds: float
-    mechanics: Mechanics
+    progress_counter: ProgressCounter
+    batch_size_changes: BatchSizeChanges
+    original_quirks: bool
     workload: Workload
     positions: IntArray
     job_ids: IntArray

@@ -3,10 +3,10 @@
 A job that adapts for real decides its batch sizes as it trains; its workload profile is a plan.
 A scheduler then knows two things: where each job *is* (its epoch progress, steps run and current
 batch size: what it reported) and its *plan* (the batch sizes it may reach and their epoch
-durations). :class:`PlanView` builds the state's progress columns from both, the way the runtime
-does (:mod:`shockwave.runtime.engine`), and :class:`PlannedViewEngine` simulates the same
-information model: jobs progress along their *actual* profiles (``exact`` mechanics), while the
-policy and its state see the plans.
+durations). :class:`PlanView` builds the state's progress columns from both, the way a real
+run's cluster does (:mod:`shockwave.runtime.live_cluster`), and :class:`PlannedView` is the
+cluster world that simulates the same information model: jobs progress along their *actual*
+profiles (``exact`` mechanics), while the policy and its state see the plans.
 
 Columns from a reported position ``p`` epochs (epoch ``e = floor(p)`` in progress, fraction
 ``f``), steps ``s`` and current batch size ``b``: ``epoch_progress = p``, ``steps_run = s``,
@@ -23,10 +23,11 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from shockwave.policies.protocol import Policy
-from shockwave.sim.config import SimulationConfig
-from shockwave.sim.engine import ProgressCallback, ProgressColumns
-from shockwave.sim.exact_engine import ExactEngine
+from shockwave.rounds.allocation import AllocationRounds
+from shockwave.rounds.ledger import JobLedger
+from shockwave.rounds.world import ProgressColumns
+from shockwave.scheduling.config import SimulationConfig
+from shockwave.sim.exact import ExactProfiles
 from shockwave.sim.profile_progress import ProfileProgress, iterations_per_epoch
 from shockwave.workload import Job, Workload
 
@@ -93,34 +94,27 @@ def regime_throughputs(job: Job) -> dict[int, float]:
     return out
 
 
-class PlannedViewEngine(ExactEngine):
-    """``exact`` mechanics where jobs follow ``actual`` profiles and the policy sees ``plans``.
+class PlannedView(ExactProfiles):
+    """``exact`` mechanics where jobs follow their actual profiles and the policy sees plans.
 
     Args:
-        plans: the workload as the scheduler knows it (what policies and the state see).
-        actual: the same jobs (same ids, order, arrivals, gangs, epochs and samples per epoch)
-            with the batch sizes and durations they really have.
-        policy, config, progress: as :class:`ExactEngine`.
+        ledger: the run's books, over the *actual* jobs, with the plans as its ``view``
+            (the same jobs: same ids, order, arrivals, gangs, epochs and samples per epoch,
+            checked by :func:`check_same_jobs`).
+        config, allocation: as :class:`~shockwave.sim.exact.ExactProfiles`.
 
     Raises:
-        ValueError: naming the first job on which the two workloads disagree, or a batch size
-            of an actual profile that its plan does not list.
+        KeyError: (when the state is built) for an actual batch size its plan does not list;
+            :func:`check_same_jobs` refuses such workloads first.
     """
 
     def __init__(
-        self,
-        plans: Workload,
-        actual: Workload,
-        policy: Policy,
-        config: SimulationConfig,
-        progress: ProgressCallback | None,
+        self, ledger: JobLedger, config: SimulationConfig, allocation: AllocationRounds | None
     ) -> None:
-        check_same_jobs(plans, actual)
-        super().__init__(actual, policy, config, progress)
-        self.workload = plans  # policies read the jobs (and their profiles) from the state
-        self.plan = PlanView([plans.jobs[int(p)] for p in self.position])
+        super().__init__(ledger, config, allocation)
+        self.plan = PlanView([ledger.view.jobs[int(p)] for p in ledger.position])
         self.samples_per_epoch = np.array(
-            [float(job.samples_per_epoch or 1) for job in self.jobs], dtype=np.float64
+            [float(job.samples_per_epoch or 1) for job in ledger.jobs], dtype=np.float64
         )
 
     def progress_columns(self, active: IntArray) -> ProgressColumns:

@@ -35,13 +35,13 @@ def iterations_per_epoch(job: Job) -> npt.NDArray[np.int64]:
     The samples per epoch come from the job, else from the model's dataset (catalog); a job of an
     unknown model without them counts one iteration per epoch.
     """
-    return np.repeat(_run_iterations(job), job.runs.counts)
+    return np.repeat(_segment_iterations(job), job.profile.counts)
 
 
-def _run_iterations(job: Job) -> npt.NDArray[np.int64]:
-    """Iterations of one epoch of each of the job's runs (see :func:`iterations_per_epoch`)."""
+def _segment_iterations(job: Job) -> npt.NDArray[np.int64]:
+    """Iterations of one epoch of each of the job's segments (see :func:`iterations_per_epoch`)."""
     samples = _samples_per_epoch(job)
-    sizes = job.runs.batch_sizes
+    sizes = job.profile.batch_sizes
     if samples <= 0:
         return np.ones(sizes.shape[0], dtype=np.int64)
     return -(-samples // sizes)
@@ -66,11 +66,11 @@ class ProfileProgress:
 
     def __init__(self, jobs: Sequence[Job]) -> None:
         n = len(jobs)
-        # The segments are the profiles' runs, as the jobs hold them (run-length encoded);
-        # everything below is vectorised over all jobs' runs at once.
-        runs = [job.runs for job in jobs]
-        self.epochs = np.array([r.num_epochs for r in runs], dtype=np.int64)
-        self.segments = np.array([r.num_runs for r in runs], dtype=np.int64)
+        # The segments are the profiles' own, as the jobs hold them (run-length encoded);
+        # everything below is vectorised over all jobs' segments at once.
+        profiles = [job.profile for job in jobs]
+        self.epochs = np.array([r.num_epochs for r in profiles], dtype=np.int64)
+        self.segments = np.array([r.num_segments for r in profiles], dtype=np.int64)
         self.segment_start = np.concatenate(([0], np.cumsum(self.segments)[:-1])).astype(np.int64)
         owner_index = np.repeat(np.arange(n, dtype=np.int64), self.segments)
         start_of_owner = self.segment_start[owner_index]
@@ -78,10 +78,10 @@ class ProfileProgress:
         def flat(values: list[npt.NDArray[Any]], dtype: type[np.generic]) -> npt.NDArray[Any]:
             return np.concatenate(values).astype(dtype) if values else np.zeros(0, dtype=dtype)
 
-        self.count: IntArray = flat([r.counts for r in runs], np.int64)
-        self.duration: FloatArray = flat([r.seconds for r in runs], np.float64)
-        self.batch_size: IntArray = flat([r.batch_sizes for r in runs], np.int64)
-        running = flat([r.running_seconds for r in runs], np.float64)
+        self.count: IntArray = flat([r.counts for r in profiles], np.int64)
+        self.duration: FloatArray = flat([r.seconds for r in profiles], np.float64)
+        self.batch_size: IntArray = flat([r.batch_sizes for r in profiles], np.int64)
+        running = flat([r.running_seconds for r in profiles], np.float64)
         # epochs, and iterations (exact integers), before each segment within its job
         epochs_through = np.cumsum(self.count)
         self.first_epoch: IntArray = (
@@ -101,7 +101,7 @@ class ProfileProgress:
         self.seconds_before = np.zeros(running.shape[0], dtype=np.float64)
         inner = np.flatnonzero(np.arange(running.shape[0]) != start_of_owner)
         self.seconds_before[inner] = running[inner - 1]
-        totals = np.array([r.total_seconds for r in runs], dtype=np.float64)
+        totals = np.array([r.total_seconds for r in profiles], dtype=np.float64)
         self.total_seconds = totals
         last = self.segment_start + self.segments - 1
         self.total_iterations = (

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 
 from shockwave.catalog import accordion_runtime_is_critical, model_family
-from shockwave.profiles import gns_batch_size_at
+from shockwave.profile_rules import gns_batch_size_at
 
 #: The original builds the runtime GNS pattern with at least this many epochs.
 GNS_PATTERN_MIN_EPOCHS = 760

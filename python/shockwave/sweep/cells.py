@@ -20,8 +20,10 @@ from shockwave import __version__
 from shockwave.scheduling import SimulationConfig
 from shockwave.sweep.sources import TraceSource
 
-#: Settings of :class:`~shockwave.scheduling.SimulationConfig` a spec's ``[simulation]`` table may
-#: set, with their defaults (``gpus``, ``mechanics`` and ``seed`` have their own spec keys).
+#: Settings of :class:`~shockwave.scheduling.SimulationConfig` every cell holds, with their
+#: defaults (a spec's ``[simulation]`` table may set any setting but ``gpus``, ``mechanics`` and
+#: ``seed``, which have their own spec keys; a cell holds one beyond these five only when it
+#: differs from its default, so that the keys of existing cells stay).
 SIMULATION_DEFAULTS: dict[str, Any] = {
     "round_seconds": SimulationConfig.round_seconds,
     "restart_penalty_seconds": SimulationConfig.restart_penalty_seconds,
@@ -59,7 +61,8 @@ class Cell:
         policy: a built-in policy's name.
         parameters: the policy's parameters that differ from its defaults.
         mechanics: ``"exact"`` or ``"gavel"``.
-        simulation: every setting of :data:`SIMULATION_DEFAULTS`.
+        simulation: every setting of :data:`SIMULATION_DEFAULTS`, and any other setting of
+            the spec's ``[simulation]`` that differs from its default.
         seed: the simulation's seed (throughput noise).
         version: the package version that runs it.
         key: the cell's key (module notes); computed.

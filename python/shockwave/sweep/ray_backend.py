@@ -19,6 +19,7 @@ import socket
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
+from shockwave.errors import UsageError
 from shockwave.sweep.cells import Cell
 from shockwave.sweep.sources import read_shipment
 from shockwave.sweep.worker import CellOutcome, execute, failed_outcome
@@ -29,7 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError("--ray needs Ray: pip install 'shockwave[ray]'") from exc
 
 
-class RayUnavailableError(RuntimeError):
+class RayUnavailableError(UsageError, RuntimeError):
     """Ray could not be started, or the cluster at the address could not be joined."""
 
 

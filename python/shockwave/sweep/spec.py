@@ -1,4 +1,4 @@
-"""Sweep specs: a TOML file that describes a grid of simulations (``docs/sweep.md``).
+"""Sweep specs: a TOML (or JSON) file that describes a grid of simulations (``docs/sweep.md``).
 
 ::
 
@@ -21,26 +21,45 @@
     [params.shockwave]                     # optional grid per policy: the product is swept;
     planning_rounds = [10, 20, 40]         # [[params.shockwave]] tables: the union of grids
 
+The file is read by :mod:`shockwave.config_file`, with the rules of every configuration file
+(``--config`` too): ``.toml`` or ``.json``, the ``[simulation]`` table's keys are
+:class:`~shockwave.scheduling.SimulationConfig`'s settings and a ``[params.POLICY]`` table's
+the policy's parameters, each value checked against its field's type.
+
 :func:`load_spec` first sizes the grid (the product of its axes' lengths, before anything is
 enumerated) and refuses one of more than ``max_cells`` cells (default
 :data:`~shockwave.sweep.cells.DEFAULT_MAX_CELLS`, 100,000), naming the axes; then it checks
 everything before a cell runs: unknown keys (named), types and values
 (each policy is built with each of its parameter settings, each simulation setting is checked),
 files (each trace file is read and its jobs are checked against the cluster), generator
-parameters. Every problem raises :class:`SpecError` naming the file and the key.
+parameters. Every problem raises :class:`SpecError` naming the file, the line where it can be
+found, and the key.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from shockwave.config_file import (
+    SIMULATION_KEYS,
+    ConfigDocument,
+    ConfigError,
+    KeyPath,
+    check_keys,
+    check_policy_keys,
+    check_policy_value,
+    parse_document,
+    policy_name,
+    read_document,
+    settings_table,
+)
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.policies import make_policy, policy_parameters, resolve_policy_name
 from shockwave.scheduling import MECHANICS, SimulationConfig
@@ -60,15 +79,19 @@ TOP_KEYS = ("name", "policies", "mechanics", "seeds", "baseline", "simulation", 
 TRACE_KEYS = ("name", "path", "throughputs", "gpus", "generate")
 GENERATE_KEYS = ("jobs", "gpus", *PARAMETER_DEFAULTS)
 
+#: Where the simulation's fields that ``[simulation]`` does not take are set in a spec.
+_SIMULATION_ELSEWHERE = {
+    "gpus": "each trace's 'gpus'",
+    "mechanics": "the spec's 'mechanics'",
+    "seed": "the spec's 'seeds'",
+}
+
 Scalar = bool | int | float | str
 
 
-class SpecError(ValueError):
-    """A sweep spec that cannot run; the message names the file, the key and the problem."""
-
-    def __init__(self, path: Path | str, where: str, problem: str) -> None:
-        self.path, self.where, self.problem = str(path), where, problem
-        super().__init__(f"{path}: {where}: {problem}" if where else f"{path}: {problem}")
+class SpecError(ConfigError):
+    """A sweep spec that cannot run; the message names the file, the line where it can be
+    found, the key and the problem (a :class:`~shockwave.config_file.ConfigError`)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +129,9 @@ class SweepSpec:
         baseline: the policy the report's ratios are to (``None``: the report chooses).
         traces: the workloads.
         parameters: per policy, every parameter setting swept (non-default values only).
-        simulation: every combination of the ``[simulation]`` settings (all settings filled).
+        simulation: every combination of the ``[simulation]`` settings (the settings of
+            :data:`~shockwave.sweep.cells.SIMULATION_DEFAULTS` filled, any other one given
+            that differs from its default).
     """
 
     path: Path
@@ -149,54 +174,53 @@ class SweepSpec:
         return list(cells.values())
 
 
-def load_spec(path: str | Path, *, max_cells: int = DEFAULT_MAX_CELLS) -> SweepSpec:
+def load_spec(path: str | PathLike[str], *, max_cells: int = DEFAULT_MAX_CELLS) -> SweepSpec:
     """Read and check a sweep spec (module notes); refuse a grid of more than ``max_cells``.
 
     Raises:
         SpecError: naming the file, the key and the problem (the axes, for a grid too big).
     """
-    path = Path(path)
-    if path.suffix != ".toml":
-        raise SpecError(path, "", "a sweep spec must be a .toml file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(path, "", f"cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise SpecError(path, "", "not a UTF-8 text file") from None
-    return parse_spec(text, path, max_cells=max_cells)
+    document = read_document(path, what="a sweep spec", error_class=SpecError)
+    return _checked(document, max_cells)
 
 
-def parse_spec(text: str, path: Path, *, max_cells: int = DEFAULT_MAX_CELLS) -> SweepSpec:
-    """Check the spec ``text`` read from ``path`` (relative paths are relative to its directory).
+def parse_spec(
+    text: str, path: str | PathLike[str], *, max_cells: int = DEFAULT_MAX_CELLS
+) -> SweepSpec:
+    """Check the spec ``text`` read from ``path`` (relative paths are relative to its
+    directory; its suffix says TOML or JSON).
 
     Raises:
         SpecError: naming the file, the key and the problem.
     """
-    data = _parse_toml(text, path)
-    _check_keys(path, "", data, TOP_KEYS)
-    _check_size(path, data, max_cells)
-    policies = tuple(_policies(path, _required(path, data, "policies")))
-    mechanics = tuple(_strings(path, "mechanics", data.get("mechanics", ["exact"])))
+    return _checked(parse_document(text, path, error_class=SpecError), max_cells)
+
+
+def _checked(doc: ConfigDocument, max_cells: int) -> SweepSpec:
+    data = doc.data
+    check_keys(doc, (), data, TOP_KEYS)
+    _check_size(doc, data, max_cells)
+    policies = tuple(_policies(doc, _required(doc, data, "policies")))
+    mechanics = tuple(_strings(doc, ("mechanics",), data.get("mechanics", ["exact"])))
     for m in mechanics:
         if m not in MECHANICS:
-            raise SpecError(path, "mechanics", f"unknown mechanics {m!r} (choose from {MECHANICS})")
-    _no_repeats(path, "mechanics", mechanics)
-    seeds = tuple(_integers(path, "seeds", data.get("seeds", [0]), low=0))
-    _no_repeats(path, "seeds", seeds)
-    name = data.get("name", path.stem)
+            raise doc.error(("mechanics",), f"unknown mechanics {m!r} (choose from {MECHANICS})")
+    _no_repeats(doc, ("mechanics",), mechanics)
+    seeds = tuple(_integers(doc, ("seeds",), data.get("seeds", [0]), low=0))
+    _no_repeats(doc, ("seeds",), seeds)
+    name = data.get("name", doc.path.stem)
     if not isinstance(name, str):
-        raise SpecError(path, "name", f"must be a string, got {name!r}")
+        raise doc.error(("name",), f"must be a string, got {name!r}")
     baseline = data.get("baseline")
     if baseline is not None:
-        baseline = _policy_in(path, "baseline", baseline, policies)
-    traces = _traces(path, _required(path, data, "traces"), mechanics)
-    parameters = _parameters(path, data.get("params", {}), policies)
-    simulation = _simulation(path, data.get("simulation", {}))
-    _check_configs(path, traces, mechanics, seeds, simulation)
+        baseline = _policy_in(doc, ("baseline",), baseline, policies)
+    traces = _traces(doc, _required(doc, data, "traces"), mechanics)
+    parameters = _parameters(doc, data.get("params", {}), policies)
+    simulation = _simulation(doc, data.get("simulation", {}))
+    _check_configs(doc, traces, mechanics, seeds, simulation)
     return SweepSpec(
-        path=path,
-        text=text,
+        path=doc.path,
+        text=doc.text,
         name=name,
         policies=policies,
         mechanics=mechanics,
@@ -227,7 +251,7 @@ def grid_axes(data: Mapping[str, Any]) -> dict[str, int]:
     for key, tables in params.items() if isinstance(params, dict) else ():
         tables = tables if isinstance(tables, list) else [tables]
         grids[_canonical_name(key)] = sum(product(t) for t in tables)
-    settings = sum(grids.get(_canonical_name(n), 1) for n in names) if names else 1
+    settings = sum(grids.get(_canonical_name(n), 1) if isinstance(n, str) else 1 for n in names)
     workloads = 0
     traces = data.get("traces")
     for table in traces if isinstance(traces, list) else ():
@@ -254,122 +278,107 @@ def _canonical_name(name: Any) -> Any:
         return name
 
 
-def _check_size(path: Path, data: Mapping[str, Any], max_cells: int) -> None:
+def _check_size(doc: ConfigDocument, data: Mapping[str, Any], max_cells: int) -> None:
     """Refuse a grid of more than ``max_cells`` cells, before anything is enumerated."""
     axes = grid_axes(data)
     cells = math.prod(axes.values())
     if cells > max_cells:
         sizes = " x ".join(f"{name} {n:,}" for name, n in axes.items())
-        raise SpecError(
-            path, "",
+        raise doc.error(
+            (),
             f"the grid has {cells:,} cells ({sizes}), more than the limit of {max_cells:,}; "
             "shorten those axes (or pass --max-cells N to run it anyway)",
-        )  # fmt: skip
+        )
 
 
 # ------------------------------------------------------------------------------ the tables
-def _parse_toml(text: str, path: Path) -> dict[str, Any]:
-    try:
-        toml = importlib.import_module("tomllib")  # the standard library from Python 3.11
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        toml = importlib.import_module("tomli")
-    try:
-        data: dict[str, Any] = toml.loads(text)
-    except toml.TOMLDecodeError as exc:
-        raise SpecError(path, "", f"not valid TOML ({exc})") from None
-    except RecursionError:
-        raise SpecError(path, "", "TOML nested too deeply") from None
-    return data
-
-
-def _policies(path: Path, value: Any) -> Iterator[str]:
+def _policies(doc: ConfigDocument, value: Any) -> Iterator[str]:
     names = [
-        _resolve(path, f"policies[{i}]", n) for i, n in enumerate(_strings(path, "policies", value))
+        policy_name(doc, ("policies", i), n)
+        for i, n in enumerate(_strings(doc, ("policies",), value))
     ]
-    _no_repeats(path, "policies", names)
+    _no_repeats(doc, ("policies",), names)
     yield from names
 
 
-def _traces(path: Path, value: Any, mechanics: Sequence[str]) -> tuple[TraceEntry, ...]:
+def _traces(doc: ConfigDocument, value: Any, mechanics: Sequence[str]) -> tuple[TraceEntry, ...]:
     if not isinstance(value, list) or not value:
-        raise SpecError(path, "traces", "must be one or more [[traces]] tables")
+        raise doc.error(("traces",), "must be one or more [[traces]] tables")
     entries: list[TraceEntry] = []
     owners: dict[str, str] = {}
     for index, table in enumerate(value):
-        where = f"traces[{index}]"
+        where: KeyPath = ("traces", index)
         if not isinstance(table, dict):
-            raise SpecError(path, where, "must be a table")
-        _check_keys(path, where, table, TRACE_KEYS)
+            raise doc.error(where, "must be a table")
+        check_keys(doc, where, table, TRACE_KEYS)
         if ("path" in table) == ("generate" in table):
-            raise SpecError(path, where, "needs exactly one of 'path' (a file) or 'generate'")
+            raise doc.error(where, "needs exactly one of 'path' (a file) or 'generate'")
         name = table.get("name")
         if name is not None and (not isinstance(name, str) or not name):
-            raise SpecError(path, f"{where}.name", f"must be a non-empty string, got {name!r}")
+            raise doc.error((*where, "name"), f"must be a non-empty string, got {name!r}")
         if "path" in table:
-            made = _file_trace(path, where, table, mechanics)
+            made = _file_trace(doc, where, table, mechanics)
         else:
-            made = _generated(path, where, table)
+            made = _generated(doc, where, table)
         for entry in made:
             if entry.label in owners:
-                raise SpecError(
-                    path, where, f"its label {entry.label!r} is also {owners[entry.label]}'s "
+                raise doc.error(
+                    where, f"its label {entry.label!r} is also {owners[entry.label]}'s "
                     "(give each trace a distinct name)",
                 )  # fmt: skip
-            owners[entry.label] = where
+            owners[entry.label] = f"traces[{index}]"
             entries.append(entry)
     return tuple(entries)
 
 
 def _file_trace(
-    path: Path, where: str, table: dict[str, Any], mechanics: Sequence[str]
+    doc: ConfigDocument, where: KeyPath, table: dict[str, Any], mechanics: Sequence[str]
 ) -> list[TraceEntry]:
     written = table["path"]
-    file = _existing_file(path, f"{where}.path", written)
-    throughputs = _throughputs(path, f"{where}.throughputs", table.get("throughputs"))
+    file = _existing_file(doc, (*where, "path"), written)
+    throughputs = _throughputs(doc, (*where, "throughputs"), table.get("throughputs"))
     if file.suffix != ".jsonl" and throughputs is None:
-        raise SpecError(path, f"{where}.throughputs", "a .trace file needs a throughput table")
+        raise doc.error((*where, "throughputs"), "a .trace file needs a throughput table")
     if "gpus" not in table:
-        raise SpecError(path, f"{where}.gpus", "required for a trace file")
-    gpus = tuple(_integers(path, f"{where}.gpus", table["gpus"], low=1))
-    _no_repeats(path, f"{where}.gpus", gpus)
+        raise doc.error((*where, "gpus"), "required for a trace file")
+    gpus = tuple(_integers(doc, (*where, "gpus"), table["gpus"], low=1))
+    _no_repeats(doc, (*where, "gpus"), gpus)
     table_arg = throughputs.path if isinstance(throughputs, FileRef) else throughputs
     try:
         workload = load_workload(file, table_arg)
     except (TraceError, JobFieldError) as exc:
-        raise SpecError(path, f"{where}.path", str(exc)) from None
+        raise doc.error((*where, "path"), str(exc)) from None
     except OSError as exc:
-        raise SpecError(path, f"{where}.path", f"{file}: cannot read ({exc.strerror})") from None
+        raise doc.error((*where, "path"), f"{file}: cannot read ({exc.strerror})") from None
     for g, mech in itertools.product(gpus, mechanics):  # what the engines check up front
         try:
             Simulation(workload, "fifo", SimulationConfig(gpus=g, mechanics=mech))  # type: ignore[arg-type]
         except ValueError as exc:
-            raise SpecError(path, where, f"{g} GPUs, {mech} mechanics: {exc}") from None
+            raise doc.error(where, f"{g} GPUs, {mech} mechanics: {exc}") from None
     label = table.get("name") or str(written)
     source = FileTrace(FileRef.of(file), throughputs)
     return [TraceEntry(label, label, None, source, len(workload.jobs), gpus)]
 
 
-def _generated(path: Path, where: str, table: dict[str, Any]) -> list[TraceEntry]:
+def _generated(doc: ConfigDocument, where: KeyPath, table: dict[str, Any]) -> list[TraceEntry]:
     if "throughputs" in table:
-        raise SpecError(
-            path, f"{where}.throughputs", "goes inside 'generate' for a generated trace"
-        )
+        raise doc.error((*where, "throughputs"), "goes inside 'generate' for a generated trace")
     spec = table["generate"]
-    here = f"{where}.generate"
+    here: KeyPath = (*where, "generate")
     if not isinstance(spec, dict):
-        raise SpecError(path, here, "must be a table of generator parameters")
-    _check_keys(path, here, spec, GENERATE_KEYS)
+        raise doc.error(here, "must be a table of generator parameters")
+    check_keys(doc, here, spec, GENERATE_KEYS)
     for required in ("jobs", "gpus"):
         if required not in spec:
-            raise SpecError(path, f"{here}.{required}", "required")
-    seeds = tuple(_integers(path, f"{here}.seed", spec.get("seed", 0), low=0))
-    _no_repeats(path, f"{here}.seed", seeds)
-    throughputs = _throughputs(path, f"{here}.throughputs", spec.get("throughputs"))
-    fields = {k: _generator_value(path, f"{here}.{k}", k, v) for k, v in spec.items()}
+            raise doc.error((*here, required), "required")
+    seeds = tuple(_integers(doc, (*here, "seed"), spec.get("seed", 0), low=0))
+    _no_repeats(doc, (*here, "seed"), seeds)
+    throughputs = _throughputs(doc, (*here, "throughputs"), spec.get("throughputs"))
+    fields = {k: _generator_value(doc, (*here, k), k, v) for k, v in spec.items()}
     fields.pop("throughputs", None)
     fields.pop("seed", None)
-    gpus = tuple(_integers(path, f"{where}.gpus", table.get("gpus", spec["gpus"]), low=1))
-    _no_repeats(path, f"{where}.gpus", gpus)
+    gpus = tuple(_integers(doc, (*where, "gpus"), table.get("gpus", spec["gpus"]), low=1))
+    _no_repeats(doc, (*where, "gpus"), gpus)
     checked = []
     for seed in seeds:
         source = GeneratedTrace({**fields, "seed": seed}, throughputs)
@@ -377,8 +386,8 @@ def _generated(path: Path, where: str, table: dict[str, Any]) -> list[TraceEntry
             parameters = source.build()
             check_throughput_coverage(parameters, parameters.throughput_table())
         except GeneratorParameterError as exc:
-            raise SpecError(path, f"{here}.{exc.parameter}", exc.reason) from None
-        _check_gangs(path, where, parameters, gpus)
+            raise doc.error((*here, exc.parameter), exc.reason) from None
+        _check_gangs(doc, where, parameters, gpus)
         checked.append((seed, source, parameters.jobs))
     family = table.get("name") or _generated_label(fields)  # the values are checked now
     entries = [
@@ -397,27 +406,27 @@ def _generated_label(fields: Mapping[str, Any]) -> str:
     return label
 
 
-def _generator_value(path: Path, where: str, name: str, value: Any) -> Any:
+def _generator_value(doc: ConfigDocument, where: KeyPath, name: str, value: Any) -> Any:
     """A generator field's value in the form :class:`GeneratedTrace` keeps (JSON)."""
     if name == "templates":
         groups = [value] if isinstance(value, str) else value
         if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-            raise SpecError(path, where, "must be 'MODEL:BS,...' text or a list of such texts")
+            raise doc.error(where, "must be 'MODEL:BS,...' text or a list of such texts")
         return ";".join(groups)
     if name in ("seed", "throughputs"):
         return value
     default = PARAMETER_DEFAULTS.get(name)
     if isinstance(default, tuple):
         if not isinstance(value, list) or not all(_is_number(v) for v in value):
-            raise SpecError(path, where, f"must be a list of numbers, got {value!r}")
+            raise doc.error(where, f"must be a list of numbers, got {value!r}")
         return value
     if isinstance(value, (list, dict)):
-        raise SpecError(path, where, f"must be a single value, got {value!r}")
+        raise doc.error(where, f"must be a single value, got {value!r}")
     return value
 
 
 def _check_gangs(
-    path: Path, where: str, parameters: GeneratorParameters, gpus: Sequence[int]
+    doc: ConfigDocument, where: KeyPath, parameters: GeneratorParameters, gpus: Sequence[int]
 ) -> None:
     """Refuse a cluster smaller than a gang the generator can draw."""
     distributed = any(t.launch.distributed for t in parameters.templates)
@@ -427,55 +436,51 @@ def _check_gangs(
     largest = max(drawn) if distributed else 1
     small = [g for g in gpus if g < largest]
     if small:
-        raise SpecError(
-            path, f"{where}.gpus",
+        raise doc.error(
+            (*where, "gpus"),
             f"{small[0]} GPUs is fewer than the largest gang the generator draws ({largest})",
-        )  # fmt: skip
+        )
 
 
 def _parameters(
-    path: Path, value: Any, policies: Sequence[str]
+    doc: ConfigDocument, value: Any, policies: Sequence[str]
 ) -> dict[str, tuple[Mapping[str, Any], ...]]:
     if not isinstance(value, dict):
-        raise SpecError(path, "params", "must be a table of [params.POLICY] tables")
+        raise doc.error(("params",), "must be a table of [params.POLICY] tables")
     grids: dict[str, tuple[Mapping[str, Any], ...]] = {p: ({},) for p in policies}
     for key, tables in value.items():
-        where = f"params.{key}"
-        policy = _policy_in(path, where, key, policies)
+        where: KeyPath = ("params", key)
+        policy = _policy_in(doc, where, key, policies)
         if isinstance(tables, dict):
             tables = [tables]
         if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-            raise SpecError(path, where, "must be a table, or an array of tables ([[params.X]])")
+            raise doc.error(where, "must be a table, or an array of tables ([[params.X]])")
         settings: dict[str, Mapping[str, Any]] = {}
         for index, grid in enumerate(tables):
-            here = where if len(tables) == 1 else f"{where}[{index}]"
-            for setting in _grid(path, here, grid, policy):
+            here = where if len(tables) == 1 else (*where, index)
+            for setting in _grid(doc, here, grid, policy):
                 settings.setdefault(canonical_json(setting), setting)
         grids[policy] = tuple(settings.values())
     return grids
 
 
-def _grid(path: Path, where: str, grid: dict[str, Any], policy: str) -> Iterator[dict[str, Any]]:
+def _grid(
+    doc: ConfigDocument, where: KeyPath, grid: dict[str, Any], policy: str
+) -> Iterator[dict[str, Any]]:
     """Every combination of one parameter grid, checked and normalised (defaults dropped)."""
     known = policy_parameters(policy)
-    unknown = sorted(set(grid) - set(known))
-    if unknown:
-        raise SpecError(
-            path, f"{where}.{unknown[0]}",
-            f"policy {policy!r} has no parameter {unknown[0]!r} (its parameters: "
-            f"{', '.join(known) or 'none'})",
-        )  # fmt: skip
-    axes = {k: _axis(path, f"{where}.{k}", v) for k, v in grid.items()}
+    check_policy_keys(doc, where, policy, grid)
+    axes = {k: _axis(doc, (*where, k), v) for k, v in grid.items()}
     for key, axis in axes.items():
-        for v in axis:
-            if isinstance(v, float) and not math.isfinite(v):
-                raise SpecError(path, f"{where}.{key}", f"must be a finite number, got {v!r}")
+        for index, v in enumerate(axis):
+            at = (*where, key, index) if isinstance(grid[key], list) else (*where, key)
+            check_policy_value(doc, at, policy, key, v)
     for values in itertools.product(*axes.values()):
         setting = dict(zip(axes, values, strict=True))
         try:
             make_policy(policy, setting)
         except (ValueError, TypeError) as exc:
-            raise SpecError(path, where, str(exc)) from None
+            raise doc.error(where, str(exc)) from None
         normal = {}
         for k, v in setting.items():
             if isinstance(known[k], float) and isinstance(v, int) and not isinstance(v, bool):
@@ -485,19 +490,40 @@ def _grid(path: Path, where: str, grid: dict[str, Any], policy: str) -> Iterator
         yield normal
 
 
-def _simulation(path: Path, value: Any) -> tuple[Mapping[str, Any], ...]:
+#: The defaults of the ``[simulation]`` settings beyond :data:`SIMULATION_DEFAULTS` (a cell
+#: holds one of them only when it differs from its default: the keys of existing cells stay).
+_OTHER_DEFAULTS = {
+    f.name: f.default
+    for f in SimulationConfig.__dataclass_fields__.values()
+    if f.name in SIMULATION_KEYS and f.name not in SIMULATION_DEFAULTS
+}
+
+
+def _simulation(doc: ConfigDocument, value: Any) -> tuple[Mapping[str, Any], ...]:
     if not isinstance(value, dict):
-        raise SpecError(path, "simulation", "must be a table of simulation settings")
-    _check_keys(path, "simulation", value, tuple(SIMULATION_DEFAULTS), what="simulation setting")
-    axes = {k: _axis(path, f"simulation.{k}", v) for k, v in value.items()}
+        raise doc.error(("simulation",), "must be a table of simulation settings")
+    check_keys(
+        doc, ("simulation",), value, SIMULATION_KEYS,
+        what="simulation setting", elsewhere=_SIMULATION_ELSEWHERE,
+    )  # fmt: skip
+    axes = {k: _axis(doc, ("simulation", k), v) for k, v in value.items()}
+    settings_table(
+        doc, ("simulation",), value, SimulationConfig, SIMULATION_KEYS,
+        what="simulation setting", swept=True,
+    )  # fmt: skip
     combos = []
     for values in itertools.product(*axes.values()):
-        combos.append({**SIMULATION_DEFAULTS, **dict(zip(axes, values, strict=True))})
+        given = dict(zip(axes, values, strict=True))
+        others = {k: v for k, v in given.items() if k in _OTHER_DEFAULTS}
+        for k, v in others.items():
+            if v == _OTHER_DEFAULTS[k] and type(v) is type(_OTHER_DEFAULTS[k]):
+                del given[k]  # a default written out: the cell without it
+        combos.append({**SIMULATION_DEFAULTS, **given})
     return tuple(combos)
 
 
 def _check_configs(
-    path: Path,
+    doc: ConfigDocument,
     traces: Sequence[TraceEntry],
     mechanics: Sequence[str],
     seeds: Sequence[int],
@@ -511,54 +537,48 @@ def _check_configs(
             try:
                 SimulationConfig(gpus=gpus, mechanics=mech, seed=seed, **settings)
             except (ValueError, TypeError) as exc:
-                changed = {k: v for k, v in settings.items() if SIMULATION_DEFAULTS[k] != v}
+                changed = {
+                    k: v
+                    for k, v in settings.items()
+                    if k not in SIMULATION_DEFAULTS or SIMULATION_DEFAULTS[k] != v
+                }
                 detail = (
                     f" ({mech} mechanics, settings {canonical_json(changed)})" if changed else ""
                 )
-                raise SpecError(path, "simulation", f"{exc}{detail}") from None
+                raise doc.error(("simulation",), f"{exc}{detail}") from None
 
 
 # --------------------------------------------------------------------------------- values
-def _required(path: Path, data: Mapping[str, Any], key: str) -> Any:
+def _required(doc: ConfigDocument, data: Mapping[str, Any], key: str) -> Any:
     if key not in data:
-        raise SpecError(path, key, "required")
+        raise doc.error((key,), "required")
     return data[key]
 
 
-def _check_keys(
-    path: Path, where: str, table: Mapping[str, Any], known: Sequence[str], *, what: str = "key"
-) -> None:
-    unknown = sorted(set(table) - set(known))
-    if unknown:
-        place = f"{where}.{unknown[0]}" if where else unknown[0]
-        allowed = ", ".join(known) or "none"
-        raise SpecError(path, place, f"unknown {what} {unknown[0]!r} (allowed: {allowed})")
-
-
-def _axis(path: Path, where: str, value: Any) -> list[Scalar]:
+def _axis(doc: ConfigDocument, where: KeyPath, value: Any) -> list[Scalar]:
     """A swept value: a list (each value a cell) or a single value."""
     values = value if isinstance(value, list) else [value]
     if not values:
-        raise SpecError(path, where, "an empty list sweeps nothing")
+        raise doc.error(where, "an empty list sweeps nothing")
     for v in values:
         if not isinstance(v, (bool, int, float, str)):
-            raise SpecError(path, where, f"must be a value or a list of values, got {v!r}")
+            raise doc.error(where, f"must be a value or a list of values, got {v!r}")
     return values
 
 
-def _strings(path: Path, where: str, value: Any) -> list[str]:
+def _strings(doc: ConfigDocument, where: KeyPath, value: Any) -> list[str]:
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise SpecError(path, where, f"must be a non-empty list of strings, got {value!r}")
+        raise doc.error(where, f"must be a non-empty list of strings, got {value!r}")
     return value
 
 
-def _integers(path: Path, where: str, value: Any, *, low: int) -> list[int]:
+def _integers(doc: ConfigDocument, where: KeyPath, value: Any, *, low: int) -> list[int]:
     values = value if isinstance(value, list) else [value]
     if not values:
-        raise SpecError(path, where, "must not be empty")
+        raise doc.error(where, "must not be empty")
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int) or v < low or v >= 2**63:
-            raise SpecError(path, where, f"must be an integer >= {low} (or a list), got {v!r}")
+            raise doc.error(where, f"must be an integer >= {low} (or a list), got {v!r}")
     return values
 
 
@@ -566,47 +586,38 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _no_repeats(path: Path, where: str, values: Sequence[Any]) -> None:
+def _no_repeats(doc: ConfigDocument, where: KeyPath, values: Sequence[Any]) -> None:
     repeated = [v for i, v in enumerate(values) if v in values[:i]]
     if repeated:
-        raise SpecError(path, where, f"lists {repeated[0]!r} twice")
+        raise doc.error(where, f"lists {repeated[0]!r} twice")
 
 
-def _resolve(path: Path, where: str, name: Any) -> str:
-    if not isinstance(name, str):
-        raise SpecError(path, where, f"must be a policy name, got {name!r}")
-    try:
-        return resolve_policy_name(name)
-    except ValueError as exc:
-        raise SpecError(path, where, str(exc)) from None
-
-
-def _policy_in(path: Path, where: str, name: Any, policies: Sequence[str]) -> str:
-    policy = _resolve(path, where, name)
+def _policy_in(doc: ConfigDocument, where: KeyPath, name: Any, policies: Sequence[str]) -> str:
+    policy = policy_name(doc, where, name)
     if policy not in policies:
-        raise SpecError(path, where, f"policy {policy!r} is not in policies")
+        raise doc.error(where, f"policy {policy!r} is not in policies")
     return policy
 
 
-def _existing_file(path: Path, where: str, value: Any) -> Path:
+def _existing_file(doc: ConfigDocument, where: KeyPath, value: Any) -> Path:
     if not isinstance(value, str) or not value:
-        raise SpecError(path, where, f"must be a file path, got {value!r}")
-    file = (path.parent / value).resolve()
+        raise doc.error(where, f"must be a file path, got {value!r}")
+    file = (doc.path.parent / value).resolve()
     if not file.is_file():
         what = "is not a file" if file.exists() else "no such file"
-        raise SpecError(path, where, f"{what}: {file}")
+        raise doc.error(where, f"{what}: {file}")
     return file
 
 
-def _throughputs(path: Path, where: str, value: Any) -> Throughputs:
+def _throughputs(doc: ConfigDocument, where: KeyPath, value: Any) -> Throughputs:
     """A bundled table's name, or a file relative to the spec (``None`` if not given)."""
     if value is None:
         return None
     if isinstance(value, str) and value in BUNDLED_THROUGHPUTS:
         return value
-    file = _existing_file(path, where, value)
+    file = _existing_file(doc, where, value)
     try:
         ThroughputTable.from_file(file)
     except ValueError as exc:  # TraceError too
-        raise SpecError(path, where, str(exc)) from None
+        raise doc.error(where, str(exc)) from None
     return FileRef.of(file)

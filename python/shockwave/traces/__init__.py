@@ -15,7 +15,7 @@ from os import PathLike
 from pathlib import Path
 
 from shockwave.errors import TraceError
-from shockwave.profiles import epoch_durations
+from shockwave.profile_rules import epoch_durations
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces.gavel_format import (
     TraceRecord,

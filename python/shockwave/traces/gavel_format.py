@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 from shockwave.catalog import ADAPTATION_MODES, MODEL_FAMILIES, AdaptationMode
 from shockwave.errors import JobFieldError, TraceError
 from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
-from shockwave.profiles import batch_size_schedule, epoch_durations, num_epochs
+from shockwave.profile_rules import batch_size_schedule, epoch_durations, num_epochs
 from shockwave.throughputs import BUNDLED_THROUGHPUTS, ThroughputTable, parse_job_type
 from shockwave.workload import Job, Workload
 

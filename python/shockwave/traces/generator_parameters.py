@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from shockwave.arguments import is_integer, is_number
 from shockwave.catalog import MODEL_FAMILIES, ORIGINAL_JOB_TEMPLATES, JobTemplate
-from shockwave.errors import TraceError
+from shockwave.errors import TraceError, UsageError
 from shockwave.limits import MAX_SECONDS
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces.gavel_format import load_throughputs
@@ -66,19 +66,19 @@ MAX_JOBS = 10**9
 MAX_GRID_POINTS = 10**6
 
 
-class GeneratorParameterError(ValueError):
+class GeneratorParameterError(UsageError, ValueError):
     """A generator parameter is invalid.
 
     Attributes:
         parameter: the field of :class:`GeneratorParameters` (the CLI option is the same name with
-            dashes).
-        reason: what is wrong with it.
+            dashes); also ``field``.
+        reason: what is wrong with it; also ``what``.
     """
 
     def __init__(self, parameter: str, reason: str) -> None:
         self.parameter = parameter
         self.reason = reason
-        super().__init__(f"{option_name(parameter)} ({parameter}): {reason}")
+        super().__init__(reason, where=f"{option_name(parameter)} ({parameter})", field=parameter)
 
 
 def option_name(parameter: str) -> str:

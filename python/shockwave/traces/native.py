@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -83,10 +83,10 @@ import numpy.typing as npt
 
 from shockwave.arguments import is_integer
 from shockwave.atomic import atomic_writer
-from shockwave.epoch_runs import EpochColumn
+from shockwave.epoch_profile import EpochColumn
 from shockwave.errors import JobFieldError, TraceError
-from shockwave.job.spec import RunSpec
 from shockwave.limits import INT64_MAX, MAX_EPOCHS_PER_JOB
+from shockwave.run_spec import RunSpec
 from shockwave.throughputs import RuntimeCosts, ThroughputTable
 from shockwave.workload import Job, Workload
 
@@ -177,7 +177,7 @@ def decode_epochs(value: Any, name: str) -> list[Any] | npt.NDArray[Any]:
 
 def decode_epoch_column(value: Any, name: str) -> list[Any] | EpochColumn:
     """:func:`decode_epochs` without expanding the run-length form: a plain list as is, runs as
-    an :class:`~shockwave.epoch_runs.EpochColumn` (what :class:`~shockwave.workload.Job`
+    an :class:`~shockwave.epoch_profile.EpochColumn` (what :class:`~shockwave.workload.Job`
     takes without expanding it). Raises ``ValueError`` naming the problem."""
     if isinstance(value, list):
         return value
@@ -261,6 +261,47 @@ def write_native_records(
     Raises:
         ValueError: if ``records`` does not yield exactly ``count`` records (nothing is written).
     """
+    lines = native_lines(
+        records,
+        count=count,
+        source=source,
+        throughputs=throughputs,
+        conversion=conversion,
+        costs=costs,
+    )
+    with atomic_writer(path) as out:
+        for line in lines:
+            out.write(line)
+
+
+def native_text(workload: Workload) -> str:
+    """``workload`` in the native format, as text (what :func:`write_native` writes)."""
+    return "".join(
+        native_lines(
+            (job_to_record(job) for job in workload.jobs),
+            count=len(workload),
+            source=workload.source,
+            throughputs=workload.throughputs,
+            conversion=workload.conversion,
+            costs=workload.costs,
+        )
+    )
+
+
+def native_lines(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    count: int,
+    source: str,
+    throughputs: ThroughputTable | None,
+    conversion: Mapping[str, Any] | None = None,
+    costs: RuntimeCosts | None = None,
+) -> Iterator[str]:
+    """The lines of a native file (each with its newline): the header, then one per record.
+
+    Raises:
+        ValueError: (after the last line) if ``records`` did not yield exactly ``count``.
+    """
     header: dict[str, Any] = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -273,14 +314,13 @@ def write_native_records(
         header["conversion"] = dict(conversion)
     if costs is not None:
         header["costs"] = costs.to_dict()
-    with atomic_writer(path) as out:
-        out.write(json.dumps(header, allow_nan=False) + "\n")
-        written = 0
-        for record in records:
-            out.write(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n")
-            written += 1
-        if written != count:
-            raise ValueError(f"count: {count} jobs announced, {written} given")
+    yield json.dumps(header, allow_nan=False) + "\n"
+    written = 0
+    for record in records:
+        yield json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n"
+        written += 1
+    if written != count:
+        raise ValueError(f"count: {count} jobs announced, {written} given")
 
 
 def read_native(path: str | PathLike[str]) -> Workload:
@@ -297,6 +337,15 @@ def read_native(path: str | PathLike[str]) -> Workload:
         raise TraceError(f"cannot read workload ({exc.strerror})", path=path) from None
     except UnicodeDecodeError:
         raise TraceError("not UTF-8 text", path=path) from None
+    return parse_native(text, path)
+
+
+def parse_native(text: str, path: str | PathLike[str]) -> Workload:
+    """The workload of a native file's ``text`` (``path`` names it in errors).
+
+    Raises:
+        TraceError: as :func:`read_native`.
+    """
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line

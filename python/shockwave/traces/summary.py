@@ -122,7 +122,7 @@ def summarize(workload: Workload) -> WorkloadSummary:
         exclusive_hours_min=float(hours.min()),
         exclusive_hours_median=float(np.median(hours)),
         exclusive_hours_max=float(hours.max()),
-        adapting_jobs=sum(int(len(job.runs.distinct_batch_sizes()) > 1) for job in workload),
+        adapting_jobs=sum(int(len(job.profile.distinct_batch_sizes()) > 1) for job in workload),
         gang_size_buckets=gang_size_buckets(workload.gang_sizes),
         exclusive_seconds_percentiles={
             q: float(v)

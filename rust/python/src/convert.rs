@@ -84,7 +84,7 @@ pub(crate) fn matrix<T: numpy::Element>(
 ) -> PyResult<Bound<'_, PyArray2<T>>> {
     Array2::from_shape_vec((rows, cols), data)
         .map(|array| array.into_pyarray(py))
-        .map_err(|e| crate::InternalError::new_err(format!("internal shape error: {e}")))
+        .map_err(|e| crate::errors::internal_error(py, format!("internal shape error: {e}")))
 }
 
 /// [`matrix`], read-only (for the fields of a result object).

@@ -1,7 +1,10 @@
 //! Errors across the boundary: every input error of the core (either module family, with the
 //! same shape) and of the binding's own checks becomes `shockwave.InputError`, a `ValueError`
 //! that keeps `.argument` (the field) and `.reason`; an allocation of an input-chosen size that
-//! failed (`InputError::out_of_memory`) becomes `MemoryError`, its message naming the argument.
+//! failed (`InputError::out_of_memory`) becomes `MemoryError`, its message naming the argument;
+//! a bug (a panic caught at the boundary) becomes `shockwave.errors.InternalError`, a
+//! `RuntimeError`. Both classes are defined in Python (`shockwave.errors`, under its base
+//! `ShockwaveError`) and imported here once.
 
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
@@ -50,6 +53,22 @@ impl From<PyErr> for BindingError {
 
 /// `shockwave.errors.InputError`, imported once.
 static INPUT_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `shockwave.errors.InternalError`, imported once.
+static INTERNAL_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The class `shockwave.errors.InternalError` (also `shockwave._core.InternalError`).
+pub(crate) fn internal_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    INTERNAL_ERROR.import(py, "shockwave.errors", "InternalError")
+}
+
+/// `shockwave.errors.InternalError(message)`: a bug in shockwave, reported as such.
+pub(crate) fn internal_error(py: Python<'_>, message: String) -> PyErr {
+    match internal_error_type(py) {
+        Ok(class) => PyErr::from_type(class.clone(), (message,)),
+        Err(error) => error,
+    }
+}
 
 impl BindingError {
     /// The Python exception: `shockwave.InputError(argument, reason)` for an input error.

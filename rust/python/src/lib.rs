@@ -16,17 +16,11 @@ mod market;
 
 use errors::BindingResult;
 
-pyo3::create_exception!(
-    _core,
-    InternalError,
-    pyo3::exceptions::PyRuntimeError,
-    "A bug in shockwave's Rust core (a panic caught at the binding): please report it."
-);
-
 /// The guard of every binding: runs `body`, turns its input errors into `shockwave.InputError`
 /// (a `ValueError` with `.argument` and `.reason`), and turns a Rust panic that escapes it into
-/// [`InternalError`] (a `RuntimeError`, so an `Exception`), where PyO3 would raise its
-/// `PanicException`, a `BaseException` that `except Exception` does not catch.
+/// `shockwave.errors.InternalError` (a `RuntimeError`, so an `Exception`, and a
+/// `ShockwaveError`), where PyO3 would raise its `PanicException`, a `BaseException` that
+/// `except Exception` does not catch.
 pub(crate) fn guarded<T>(body: impl FnOnce() -> BindingResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(result) => result.map_err(|error| Python::attach(|py| error.into_pyerr(py))),
@@ -36,9 +30,14 @@ pub(crate) fn guarded<T>(body: impl FnOnce() -> BindingResult<T>) -> PyResult<T>
                 .map(|s| (*s).to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_string());
-            Err(InternalError::new_err(format!(
-                "internal error in shockwave's Rust core (please report it): {message}"
-            )))
+            Err(Python::attach(|py| {
+                errors::internal_error(
+                    py,
+                    format!(
+                        "internal error in shockwave's Rust core (please report it): {message}"
+                    ),
+                )
+            }))
         }
     }
 }
@@ -78,7 +77,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_probe, m)?)?;
     m.add_function(wrap_pyfunction!(_allocation_probe, m)?)?;
-    m.add("InternalError", m.py().get_type::<InternalError>())?;
+    m.add("InternalError", errors::internal_error_type(m.py())?)?;
     market::register(m)?;
     adaptation::register(m)?;
     Ok(())

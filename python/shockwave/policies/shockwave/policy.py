@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +36,7 @@ from shockwave.adaptation import ESTIMATORS, Estimator, JobModels
 from shockwave.arguments import choice
 from shockwave.errors import InputError
 from shockwave.id_lookup import positions_of
+from shockwave.persistence import StateReader
 from shockwave.policies.shockwave.backends import (
     BACKENDS,
     WARM_START_SMOOTHING,
@@ -51,6 +54,16 @@ from shockwave.policies.shockwave.fairness import (
     fairness_boost,
 )
 from shockwave.policies.shockwave.plan import Plan, PlanningStats
+from shockwave.policies.shockwave.saved_state import (
+    models_data,
+    models_of,
+    plan_data,
+    plan_of,
+    stats_data,
+    stats_of,
+    targets_data,
+    targets_of,
+)
 from shockwave.scheduling import ClusterState, RoundPolicy
 
 __all__ = ["WARM_START_SMOOTHING", "Plan", "PlanningStats", "Shockwave", "paced_shares"]
@@ -205,6 +218,46 @@ class Shockwave(RoundPolicy):
         self._set_changed = True
         self.stats = PlanningStats()
 
+    # -------------------------------------------------------------------------- state
+    def snapshot(self) -> dict[str, Any]:
+        """The policy's state as data (:mod:`~shockwave.policies.shockwave.saved_state`)."""
+        return {
+            "models": models_data(self._models),
+            "targets": targets_data(self._targets),
+            "plan": plan_data(self._plan),
+            "owed": self._owed.copy(),
+            "known_ids": np.array(list(self._known), dtype=np.int64),
+            "known_positions": np.array(list(self._known.values()), dtype=np.int64),
+            "known_mask": self._known_mask.copy(),
+            "set_changed": self._set_changed,
+            "stats": stats_data(self.stats),
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take back :meth:`snapshot`, every part checked.
+
+        Raises:
+            shockwave.persistence.StateFormatError: naming the part that does not fit.
+        """
+        saved = StateReader(dict(state), f"policy {self.name!r}")
+        models = models_of(saved, "models")
+        targets = None if saved.raw("targets") is None else targets_of(saved.table("targets"))
+        plan = None if saved.raw("plan") is None else plan_of(saved.table("plan"))
+        owed = saved.array("owed", np.float64, (None,))
+        mask = saved.array("known_mask", np.bool_, owed.shape)
+        ids = saved.array("known_ids", np.int64, (None,))
+        positions = saved.array("known_positions", np.int64, ids.shape)
+        if np.any((positions < 0) | (positions >= mask.shape[0])):
+            raise saved.error("known_positions", "a position is out of range")
+        set_changed = saved.boolean("set_changed")
+        stats = stats_of(saved.table("stats"))
+        saved.done()
+        self._models, self._targets, self._plan = models, targets, plan
+        self._owed, self._known_mask = owed, mask
+        self._known = dict(zip(ids.tolist(), positions.tolist(), strict=True))
+        self._set_changed = set_changed
+        self.stats = stats
+
     # ------------------------------------------------------------------------ per round
     def schedule(self, state: ClusterState) -> npt.ArrayLike:
         """The jobs of the coming round (see the module docs)."""
@@ -236,7 +289,10 @@ class Shockwave(RoundPolicy):
             if job_id in known:
                 models.remove(job_id)
                 mask[known.pop(job_id)] = False
-        throughputs = state.workload.throughputs if state.mechanics == "gavel" else None
+        # jobs that change batch size by the original's runtime rules may reach sizes their
+        # profile does not list, at the throughput table's rates: the model must know them
+        runtime_rules = state.batch_size_changes == "runtime-rules"
+        throughputs = state.workload.throughputs if runtime_rules else None
         for index in np.flatnonzero(~mask[state.positions]).tolist():
             job = state.job(index)
             models.add_job(job, throughputs=throughputs)

@@ -28,7 +28,7 @@ Shockwave generator's mode mix:
 5. **Epochs.** ``E = round(D / t(b0))`` (halves up), ``D`` the trace's run time: the epochs
    the job would train at its initial batch size; at least 1, at most 10,000 and at most one per
    millisecond of ``D`` (``floor(D / 0.001)``: no absurdly short epoch). Their batch sizes
-   follow the mode's profile rules (:func:`shockwave.profiles.batch_size_schedule`: Accordion's
+   follow the mode's profile rules (:func:`shockwave.profile_rules.batch_size_schedule`: Accordion's
    critical regimes, the GNS staircases).
 6. **Scaling.** ``k = D / T``, with ``T`` the sum of ``t(b_e)`` over the ``E`` epochs (computed
    as ``math.fsum`` over the distinct batch sizes ``b`` of (epochs at ``b``) x ``t(b)``); every
@@ -59,8 +59,9 @@ from shockwave.catalog import (
     gns_staircase,
     model_family,
 )
+from shockwave.errors import UsageError
 from shockwave.limits import INT64_MAX
-from shockwave.profiles import batch_size_schedule
+from shockwave.profile_rules import batch_size_schedule
 from shockwave.throughputs import ThroughputTable
 
 #: How modes are assigned: ``mixed`` (the original generator's mix) or ``static`` (every job).
@@ -119,7 +120,7 @@ class Profile(NamedTuple):
     samples_per_epoch: int
 
 
-class NoJobTypeError(ValueError):
+class NoJobTypeError(UsageError, ValueError):
     """The throughput table holds no job type a gang size can take."""
 
 

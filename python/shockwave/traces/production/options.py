@@ -9,6 +9,7 @@ from datetime import datetime
 from os import PathLike
 from typing import Any
 
+from shockwave.errors import UsageError
 from shockwave.limits import INT64_MAX
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces.production.assignment import ASSIGNMENT_MODES, AssignmentMode
@@ -40,19 +41,19 @@ DROP_REASONS: dict[str, str] = {
 }
 
 
-class ConversionOptionError(ValueError):
+class ConversionOptionError(UsageError, ValueError):
     """An invalid conversion option.
 
     Attributes:
         option: the command-line option (``--max-gpus``); the Python field is the same name
-            without dashes, dashes as underscores.
-        reason: what is wrong.
+            without dashes, dashes as underscores; also ``where`` and ``field``.
+        reason: what is wrong; also ``what``.
     """
 
     def __init__(self, option: str, reason: str) -> None:
         self.option = option
         self.reason = reason
-        super().__init__(f"{option}: {reason}")
+        super().__init__(reason, where=option, field=option)
 
 
 @dataclass(frozen=True)

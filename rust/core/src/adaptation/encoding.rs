@@ -108,6 +108,16 @@ impl<'a> Reader<'a> {
         Ok(value)
     }
 
+    /// An epoch duration: finite and at least the model's shortest
+    /// ([`super::profile::epoch_seconds_problem`]).
+    pub fn duration(&mut self) -> Result<f64, AdaptationError> {
+        let value = self.f64()?;
+        match super::profile::epoch_seconds_problem(value) {
+            None => Ok(value),
+            Some(problem) => Err(self.error(format!("corrupted: an epoch {problem}"))),
+        }
+    }
+
     /// An index or count below `limit`.
     pub fn below(&mut self, limit: u64) -> Result<usize, AdaptationError> {
         let value = self.u64()?;

@@ -1,12 +1,14 @@
 //! The versioned byte encoding of a [`JobModels`] (format `SWJM`, version 1): every value little
 //! endian, floats by their bits; decoding checks every length, index and value before
-//! allocating.
+//! allocating, and every value against the bounds the model's own constructors enforce (epoch
+//! counts, durations, samples per epoch, calibration), so that decoded bytes, whatever wrote
+//! them, hold a model that [`JobModels::add`] could have built.
 
 use super::super::calibration::WindowCalibration;
 use super::super::encoding::{Reader, Writer};
 use super::super::error::AdaptationError;
 use super::super::markov::MarkovPrior;
-use super::super::profile::{Profile, Regime, Run, MAX_REGIMES};
+use super::super::profile::{Profile, Regime, Run, MAX_EPOCHS_PER_JOB, MAX_REGIMES};
 use super::container::JobModels;
 use super::job_model::JobModel;
 use super::settings::ModelSettings;
@@ -149,8 +151,8 @@ impl JobModel {
             let batch_size = r.u64()?;
             let regime = Regime {
                 batch_size,
-                seconds: r.finite(true)?,
-                rounded_seconds: r.finite(true)?,
+                seconds: r.duration()?,
+                rounded_seconds: r.duration()?,
                 must_visit: r.bool()?,
                 completed_epochs: r.finite(true)?,
                 rate_sum: r.finite(true)?,
@@ -160,6 +162,7 @@ impl JobModel {
                 .last()
                 .is_some_and(|last: &Regime| last.batch_size >= batch_size)
                 || batch_size == 0
+                || batch_size > i64::MAX as u64
             {
                 return Err(r.error("corrupted: regimes out of order"));
             }
@@ -174,9 +177,12 @@ impl JobModel {
                 let run = Run {
                     regime: r.below(count as u64)?,
                     epochs: r.u64()?,
-                    seconds: r.finite(true)?,
-                    rounded: r.finite(true)?,
+                    seconds: r.duration()?,
+                    rounded: r.duration()?,
                 };
+                if run.epochs == 0 {
+                    return Err(r.error("corrupted: a profile run of 0 epochs"));
+                }
                 sum = sum
                     .checked_add(run.epochs)
                     .ok_or_else(|| r.error("corrupted: epochs overflow"))?;
@@ -198,7 +204,9 @@ impl JobModel {
         let has_last = r.bool()?;
         let last = r.below(count as u64)?;
         if total_epochs == 0
+            || total_epochs > MAX_EPOCHS_PER_JOB
             || completed > total_epochs
+            || (has_samples && !(samples.is_finite() && samples > 0.0))
             || !(0.0..1.0).contains(&fraction)
             || profile
                 .as_ref()
@@ -210,7 +218,14 @@ impl JobModel {
         for _ in 0..count * count {
             transitions.push(r.finite(true)?);
         }
-        let window = WindowCalibration::from_parts((r.f64()?, r.u64()?, r.u64()?, r.f64()?));
+        let measured = r.finite(true)?;
+        let last_round = r.u64()?;
+        let samples_seen = r.u64()?;
+        let factor = r.finite(true)?;
+        if factor <= 0.0 {
+            return Err(r.error("corrupted: calibration factor"));
+        }
+        let window = WindowCalibration::from_parts((measured, last_round, samples_seen, factor));
         Ok(Self {
             regimes,
             profile,
@@ -223,5 +238,59 @@ impl JobModel {
             transitions,
             window,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::observations::JobSpec;
+    use super::*;
+
+    fn one_job() -> Result<JobModels, AdaptationError> {
+        let mut models = JobModels::new(ModelSettings::default())?;
+        let job = JobSpec {
+            batch_sizes: &[32, 64],
+            epoch_seconds: &[10.0, 6.0],
+            epoch_counts: Some(&[3, 2]),
+            extra_regimes: &[],
+            samples_per_epoch: Some(1000.0),
+        };
+        models.add(7, &job)?;
+        Ok(models)
+    }
+
+    fn refused(models: &JobModels) -> bool {
+        JobModels::from_bytes(&models.to_bytes()).is_err()
+    }
+
+    #[test]
+    fn a_state_round_trips_to_the_same_bytes() -> Result<(), AdaptationError> {
+        let models = one_job()?;
+        let copy = JobModels::from_bytes(&models.to_bytes())?;
+        assert_eq!(copy.to_bytes(), models.to_bytes());
+        Ok(())
+    }
+
+    #[test]
+    fn decoding_refuses_what_add_refuses() -> Result<(), AdaptationError> {
+        // Each state below is well formed but holds a value no constructor accepts: decoding it
+        // must fail as `add` would, not hold a model that hangs or divides by zero later.
+        let mut epochs = one_job()?;
+        epochs.slots[0].total_epochs = MAX_EPOCHS_PER_JOB + 1;
+        epochs.slots[0].profile = None;
+        assert!(refused(&epochs));
+        let mut tiny = one_job()?;
+        tiny.slots[0].regimes[0].seconds = 5e-324;
+        assert!(refused(&tiny));
+        let mut samples = one_job()?;
+        samples.slots[0].samples_per_epoch = Some(0.0);
+        assert!(refused(&samples));
+        let mut empty_run = one_job()?;
+        if let Some(profile) = empty_run.slots[0].profile.as_mut() {
+            profile.runs[0].epochs = 0;
+            profile.runs[1].epochs = 5;
+        }
+        assert!(refused(&empty_run));
+        Ok(())
     }
 }

@@ -1,0 +1,135 @@
+"""``simulate`` and ``compare`` on a heterogeneous cluster (``--cluster v100:12,p100:12,k80:12``).
+
+Runs Gavel's simulator mechanics on the typed cluster (:mod:`shockwave.heterogeneous`): the jobs
+of a ``.trace`` with their throughput on every type of ``--throughputs``, Gavel's round
+mechanism and policies (``gavel``, ``themis``, ``mst``, ``ossp``, ``fifo`` and their
+``-agnostic`` forms; Gavel's names are accepted too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+
+from shockwave.cli.paths import check_distinct_paths, write_output
+from shockwave.errors import DataError, TraceError, UsageError
+from shockwave.heterogeneous import (
+    ClusterSpec,
+    HeterogeneousConfig,
+    HeterogeneousResult,
+    TypedJobs,
+    TypedThroughputTable,
+    make_typed_policy,
+    read_typed_trace,
+    resolve_typed_policy,
+    simulate_heterogeneous,
+)
+
+#: Options of the homogeneous simulator that a typed run does not take.
+_UNSUPPORTED = ("actual", "config", "restart_penalty_seconds", "round_overhead_seconds")
+
+
+def simulate(args: argparse.Namespace) -> int:
+    """``shockwave simulate --cluster SPEC ...``."""
+    if getattr(args, "resume", None) or getattr(args, "checkpoint", None):
+        raise UsageError("--checkpoint/--resume are not available with --cluster yet")
+    if not args.policy:
+        raise UsageError("simulate needs --policy")
+    names = _names([args.policy])
+    outputs = {"--output": args.output, "--timing": args.timing}
+    jobs, config = _prepare(args, outputs)
+    result = _run(jobs, names[0], config)
+    print(render(result))
+    if args.output:
+        _write(args.output, "--output", result.to_json())
+    if args.timing:
+        timing = {"policy": result.policy, "wall_seconds": result.wall_seconds,
+                  "policy_seconds_total": result.policy_seconds}  # fmt: skip
+        _write(args.timing, "--timing", json.dumps(timing, indent=1) + "\n")
+    return 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    """``shockwave compare --cluster SPEC ...``."""
+    if args.plots:
+        raise UsageError("--plots is not available with --cluster yet")
+    names = _names([n for n in args.policies.split(",") if n.strip()])
+    if len(set(names)) != len(names):
+        raise UsageError(f"--policies lists a policy twice: {args.policies}")
+    outputs = {"--output": args.output, "--timing": args.timing}
+    jobs, config = _prepare(args, outputs)
+    results = [_run(jobs, name, config) for name in names]
+    for result in results:
+        print(render(result))
+    if args.output:
+        text = json.dumps([r.to_dict() for r in results], indent=1) + "\n"
+        _write(args.output, "--output", text)
+    if args.timing:
+        timing = [{"policy": r.policy, "wall_seconds": r.wall_seconds,
+                   "policy_seconds_total": r.policy_seconds} for r in results]  # fmt: skip
+        _write(args.timing, "--timing", json.dumps(timing, indent=1) + "\n")
+    return 0
+
+
+def render(result: HeterogeneousResult) -> str:
+    by_type = ", ".join(f"{k} {v:.3f}" for k, v in result.utilization_by_type.items())
+    dropped = int(result.dropped.sum())
+    return (
+        f"{result.policy} (Gavel: {result.gavel_policy}) on {result.cluster}, gavel mechanics: "
+        f"makespan {result.makespan:.1f} s, average JCT {result.avg_jct:.1f} s, utilisation "
+        f"{result.utilization:.3f} ({by_type}), {result.rounds} rounds"
+        + (f", {dropped} job(s) dropped" if dropped else "")
+    )
+
+
+def _names(raw: Sequence[str]) -> list[str]:
+    try:
+        return [resolve_typed_policy(name) for name in raw]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _prepare(
+    args: argparse.Namespace, outputs: dict[str, str | None]
+) -> tuple[TypedJobs, HeterogeneousConfig]:
+    given = [f"--{k.replace('_', '-')}" for k in _UNSUPPORTED if getattr(args, k, None)]
+    if given:
+        raise UsageError(f"{', '.join(given)} not available with --cluster yet")
+    if args.gpus is not None:
+        raise UsageError("give either --gpus (identical GPUs) or --cluster, not both")
+    if (args.mechanics or "gavel") != "gavel":
+        raise UsageError("--cluster runs Gavel's mechanics only for now (--mechanics gavel)")
+    if not args.trace:
+        raise UsageError("--trace is required")
+    if not args.throughputs:
+        raise UsageError("--cluster needs --throughputs: a file with every type of the cluster")
+    try:
+        cluster = ClusterSpec.parse(args.cluster)
+    except ValueError as exc:
+        raise UsageError(f"--cluster {args.cluster}: {exc}") from None
+    try:
+        config = HeterogeneousConfig(
+            round_seconds=360.0 if args.round_seconds is None else args.round_seconds,
+            seed=0 if args.seed is None else args.seed,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    check_distinct_paths(outputs, {"--trace": args.trace, "--throughputs": args.throughputs})
+    try:
+        table = TypedThroughputTable.from_file(args.throughputs)
+        jobs = read_typed_trace(args.trace, table, cluster)
+    except TraceError as exc:
+        raise DataError(str(exc)) from None
+    except ValueError as exc:
+        raise DataError(f"{args.trace}: {exc}") from None
+    return jobs, config
+
+
+def _run(jobs: TypedJobs, name: str, config: HeterogeneousConfig) -> HeterogeneousResult:
+    return simulate_heterogeneous(jobs, make_typed_policy(name, config.seed), config)
+
+
+def _write(path: str, option: str, text: str) -> None:
+    write_output(path, option, text)
+    print(f"wrote {path}")

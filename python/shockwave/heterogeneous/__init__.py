@@ -1,0 +1,45 @@
+"""Heterogeneous GPU clusters: Gavel's cluster model, mechanism and policies (issue 22).
+
+* :class:`ClusterSpec` (``v100:12,p100:12,k80:12``), :class:`TypedThroughputTable` (every worker
+  type of a throughput file), :class:`TypedJobs` (jobs with ``T[i, k]``);
+* :class:`GavelTypedEngine`: Gavel's simulator loop, round mechanism, packing and placement on a
+  typed cluster;
+* the policies, heterogeneity-aware and agnostic (:mod:`.registry`), Gavel's programs solved by
+  ECOS's interior-point method (:mod:`.interior_point`; :class:`GavelSolverError` where it fails,
+  as Gavel's run stops).
+"""
+
+from shockwave.heterogeneous.cluster import ClusterSpec
+from shockwave.heterogeneous.engine import GavelTypedEngine, HeterogeneousConfig
+from shockwave.heterogeneous.gavel_policies import GavelSolverError
+from shockwave.heterogeneous.protocol import TypedAllocationPolicy, TypedAllocationState
+from shockwave.heterogeneous.registry import (
+    GAVEL_NAMES,
+    TYPED_POLICIES,
+    make_typed_policy,
+    resolve_typed_policy,
+)
+from shockwave.heterogeneous.result import HeterogeneousResult
+from shockwave.heterogeneous.simulate import load_typed_trace, simulate_heterogeneous
+from shockwave.heterogeneous.typed_jobs import TypedJobs, read_typed_trace, typed_jobs_from_workload
+from shockwave.heterogeneous.typed_throughputs import TypedThroughputTable
+
+__all__ = [
+    "GAVEL_NAMES",
+    "TYPED_POLICIES",
+    "ClusterSpec",
+    "GavelSolverError",
+    "GavelTypedEngine",
+    "HeterogeneousConfig",
+    "HeterogeneousResult",
+    "TypedAllocationPolicy",
+    "TypedAllocationState",
+    "TypedJobs",
+    "TypedThroughputTable",
+    "load_typed_trace",
+    "make_typed_policy",
+    "read_typed_trace",
+    "resolve_typed_policy",
+    "simulate_heterogeneous",
+    "typed_jobs_from_workload",
+]

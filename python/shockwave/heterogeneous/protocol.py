@@ -1,0 +1,92 @@
+"""What a heterogeneity-aware allocation policy sees and returns.
+
+A :class:`TypedAllocationPolicy` returns ``X[i, k]``: the share of time job ``i`` should run on
+GPUs of type ``k`` (rows sum to at most 1; ``sum_i gang_i X[i, k] <= N_k`` normally). The round
+mechanism (:mod:`shockwave.heterogeneous.mechanism`) turns it into rounds. Policies are asked
+only when Gavel's simulator recomputes its allocation (after an arrival, a completion or a
+failure, and at least ``recompute_interval_seconds`` after the previous one).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class TypedAllocationState:
+    """A snapshot at a recompute, over the active jobs in admission order.
+
+    Attributes:
+        time: the clock, seconds.
+        types: GPU type names (columns of ``throughput``), in the cluster's order.
+        counts: GPUs of each type.
+        job_ids: the jobs' identifiers.
+        throughput: ``T[i, k]``, iterations/s of job ``i`` on its gang of type ``k`` (0: cannot
+            run there).
+        gang: GPUs each job needs.
+        weight: priority weights.
+        remaining_steps: iterations left.
+        time_since_arrival: seconds since each job arrived.
+        pairs: for a packing policy, the pairs of jobs that may share GPUs (rows of the
+            arrays above, ``(P, 2)``, the lower job id first); empty otherwise.
+        pair_throughput: ``(P, K, 2)``: iterations/s of each job of a pair sharing ``gang``
+            GPUs of type ``k`` (0: they cannot share that type).
+    """
+
+    time: float
+    types: tuple[str, ...]
+    counts: IntArray
+    job_ids: IntArray
+    throughput: FloatArray
+    gang: IntArray
+    weight: FloatArray
+    remaining_steps: IntArray
+    time_since_arrival: FloatArray
+    pairs: IntArray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+    pair_throughput: FloatArray = field(default_factory=lambda: np.zeros((0, 0, 2)))
+
+    @property
+    def num_active(self) -> int:
+        return int(self.job_ids.shape[0])
+
+
+class TypedAllocationPolicy(ABC):
+    """A heterogeneity-aware (or deliberately agnostic) allocation policy.
+
+    Class attributes:
+        name: the policy's name (``gavel``, ``fifo-agnostic``, ...).
+        gavel_name: Gavel's name for it (``max_min_fairness_perf``, ...).
+        runs_zero_priority_jobs: whether the scan may run a job whose priority on a type is 0
+            (Gavel: every policy but FIFO).
+        shuffles_type_order: whether the mechanism visits the types in a new random order every
+            round (Gavel does so for its policies without ``Perf`` or ``Packing`` in their names).
+        packs_jobs: whether the policy allocates time to pairs of jobs sharing GPUs too (Gavel's
+            packing policies): its allocation then has one row per job of the state and one
+            per pair of ``state.pairs``, in that order.
+    """
+
+    name: str = "typed-policy"
+    gavel_name: str = ""
+    runs_zero_priority_jobs: bool = True
+    shuffles_type_order: bool = False
+    packs_jobs: bool = False
+
+    def reset(self) -> None:
+        """Forget any state kept between calls (called before a simulation)."""
+        return None
+
+    def check_jobs(self, job_ids: list[int], gang: list[int]) -> None:
+        """Raise ``ValueError`` naming a job the policy cannot schedule (called before a run)."""
+        return None
+
+    @abstractmethod
+    def allocate(self, state: TypedAllocationState) -> FloatArray:
+        """``X`` of shape ``(state.num_active, len(state.types))`` in ``[0, 1]`` (a packing
+        policy: ``(state.num_active + len(state.pairs), len(state.types))``)."""

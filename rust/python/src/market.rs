@@ -288,7 +288,7 @@ fn array<'py, T: numpy::Element>(
 ) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
     ArrayD::from_shape_vec(IxDyn(shape), data)
         .map(|array| array.into_pyarray(py))
-        .map_err(|e| crate::InternalError::new_err(format!("internal shape error: {e}")))
+        .map_err(|e| crate::errors::internal_error(py, format!("internal shape error: {e}")))
 }
 
 /// [`array`], read-only (for the fields of a result object, which hands out the same array on

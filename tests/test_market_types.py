@@ -214,6 +214,21 @@ def test_inputs_with_types_are_checked_naming_the_argument(
     assert info.value.argument == argument
 
 
+@pytest.mark.parametrize("supply", [4.0, np.ones(1)])
+def test_a_type_count_past_the_limit_is_refused_before_the_supply_is_spread(
+    supply: object,
+) -> None:
+    # A zero-size array may claim 10**12 types; a scalar supply spread over them would ask for
+    # terabytes before the core saw the count.
+    empty = np.zeros((0, 5, 10**12))
+    with pytest.raises(InputError) as info:
+        market.solve(empty, np.zeros(0, dtype=np.int64), supply)  # type: ignore[arg-type]
+    assert info.value.argument == "valuations"
+    with pytest.raises(InputError) as info:
+        market.round_schedule(empty, np.zeros(0, dtype=np.int64), supply)  # type: ignore[arg-type]
+    assert info.value.argument == "shares"
+
+
 def test_warm_start_bids_shift_align_and_rescale_with_types() -> None:
     m = random_typed_market(40, 8, 3, 4)
     plan = m.solve()

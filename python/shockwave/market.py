@@ -237,6 +237,8 @@ def _supply(
     supply = _floats(value, "supply")
     if rounds > MAX_ROUNDS:  # before the scalar is spread over the rounds
         raise InputError(window, f"{rounds} rounds; a window may have at most 2**32")
+    if types is not None and not 1 <= types <= MAX_TYPES:  # and over the types
+        raise InputError(window, f"{types} GPU types; a market has 1 to {MAX_TYPES}")
     if supply.ndim == 0:
         if not (np.isfinite(supply) and supply >= 0):  # checked even when there are no rounds
             raise InputError(

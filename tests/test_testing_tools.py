@@ -63,9 +63,29 @@ def test_certified_solutions_of_the_degenerate_markets_pass(name: str) -> None:
 
 @settings(max_examples=10, deadline=None)
 @given(degenerate_markets())
-def test_the_degenerate_strategy_draws_the_named_cases(m: Market) -> None:
+def test_the_degenerate_strategy_draws_one_type_by_default(m: Market) -> None:
+    assert m.valuations.shape == (m.jobs, m.rounds)
+    assert m.supply.shape == (m.rounds,)
+
+
+@settings(max_examples=30, deadline=None)
+@given(degenerate_markets(max_types=2))
+def test_the_degenerate_strategy_draws_gpu_types_up_to_max_types(m: Market) -> None:
     assert m.valuations.shape in ((m.jobs, m.rounds), (m.jobs, m.rounds, m.types))
+    assert m.types <= 2
     assert m.supply.shape == m.valuations.shape[1:]
+
+
+def test_every_degenerate_case_can_be_drawn() -> None:
+    drawn: set[tuple[int, ...]] = set()
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(degenerate_markets(max_types=8))
+    def draw(m: Market) -> None:
+        drawn.add(m.valuations.shape)
+
+    draw()
+    assert drawn == {DEGENERATE[name]().valuations.shape for name in DEGENERATE}
 
 
 def test_each_broken_invariant_is_named() -> None:

@@ -8,8 +8,9 @@
   :func:`~shockwave.testing.random_typed_market`), optionally one round later;
 * :func:`degenerate_markets`: the corner cases the solver's own tests pin (an empty market, a lone
   job, jobs with nothing to gain, zero budgets, jobs at their ceiling, gangs too large for some
-  rounds, identical jobs, budgets spanning ``3^12``, a one-round Fisher market; with GPU types: a
-  free type, a type too small for every gang, types nobody values, identical types);
+  rounds, identical jobs, budgets spanning ``3^12``, a one-round Fisher market; with
+  ``max_types``, also GPU types: a free type, a type too small for every gang, types nobody
+  values, identical types);
 * :func:`workloads`: small workloads of static jobs for the simulator.
 
 Every strategy draws a :class:`~shockwave.testing.Market` (or a
@@ -41,7 +42,14 @@ from shockwave.testing.markets import (
 )
 from shockwave.workload import Job, Workload
 
-__all__ = ["DEGENERATE", "degenerate_markets", "markets", "policy_markets", "workloads"]
+__all__ = [
+    "DEGENERATE",
+    "TYPED_PREFIX",
+    "degenerate_markets",
+    "markets",
+    "policy_markets",
+    "workloads",
+]
 
 FloatArray = NDArray[np.float64]
 
@@ -187,6 +195,9 @@ def _identical_types() -> Market:
     return _with(market, valuations=valuations, supply=supply)
 
 
+#: The names of :data:`DEGENERATE`'s markets with GPU types begin with this.
+TYPED_PREFIX = "GPU types: "
+
 #: The corner cases of :func:`degenerate_markets`, by name.
 DEGENERATE: dict[str, Callable[[], Market]] = {
     "empty": _empty,
@@ -206,9 +217,21 @@ DEGENERATE: dict[str, Callable[[], Market]] = {
 }
 
 
-def degenerate_markets() -> st.SearchStrategy[Market]:
-    """The corner cases of :data:`DEGENERATE` (the markets the solver's own tests pin)."""
-    return st.sampled_from(sorted(DEGENERATE)).map(lambda name: DEGENERATE[name]())
+def degenerate_markets(*, max_types: int = 1) -> st.SearchStrategy[Market]:
+    """The corner cases of :data:`DEGENERATE` (the markets the solver's own tests pin): those of
+    one GPU type (``(N, T)`` valuations), and with ``max_types`` above 1 also those of 2 to
+    ``max_types`` types (``(N, T, K)``)."""
+    if max_types < 1:
+        raise ValueError(f"expected max_types >= 1, got {max_types}")
+    names = [
+        name for name in sorted(DEGENERATE) if max_types > 1 or not name.startswith(TYPED_PREFIX)
+    ]
+
+    def build(name: str) -> Market:
+        return DEGENERATE[name]()
+
+    drawn = st.sampled_from(names).map(build)
+    return drawn.filter(lambda m: m.types <= max_types) if max_types > 1 else drawn
 
 
 def workloads(

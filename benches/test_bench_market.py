@@ -4,8 +4,8 @@
 
 Instances: ``tests/market_reference.random_market`` (the policy's shape of market: nearly
 interchangeable rounds, progress, ceilings, budgets 3^0..3^5, gangs of 1 to 8 GPUs). The table in
-``benches/README.md`` (iterations, cold and warm, Clarabel ratios) comes from
-``benches/market_table.py``.
+``benches/README.md`` (iterations, cold and warm, Clarabel ratios, GPU types against one type)
+comes from ``benches/market_table.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 from shockwave import market
 from shockwave.market import MarketSolution
-from shockwave.testing import Market, next_round_market, random_market
+from shockwave.testing import Market, next_round_market, random_market, random_typed_market
 
 
 @cache
@@ -35,6 +35,18 @@ def test_solve_cold(benchmark: BenchmarkFixture, jobs: int, rounds: int) -> None
     m = instance(jobs, rounds)
     solution = benchmark(m.solve)
     assert solution.converged
+
+
+@pytest.mark.parametrize(("jobs", "rounds", "types"), [(500, 20, 3), (1000, 20, 3)])
+def test_solve_cold_with_gpu_types(
+    benchmark: BenchmarkFixture, jobs: int, rounds: int, types: int
+) -> None:
+    """The same jobs on ``types`` GPU types (compare with ``test_solve_cold`` at the same N, T;
+    ``benches/market_table.py --types-only`` times both in alternation, with their ratio)."""
+    m = random_typed_market(jobs, rounds, types, seed=1)
+    solution = benchmark(m.solve, tol=1e-6)
+    assert solution.converged
+    assert solution.shares.shape == (jobs, rounds, types)
 
 
 @pytest.mark.parametrize(("jobs", "rounds"), [(1000, 20)])

@@ -44,9 +44,27 @@ def test_bench_market_prints_and_writes_json(
             assert record[tol]["cold"]["converged"] and record[tol]["warm"]["iterations"] >= 1
 
 
+def test_bench_market_with_gpu_types_times_both_and_clarabel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "types.json"
+    argv = ["bench", "market", "--types", "3", "--sizes", "40:5", "--repeats", "1"]
+    assert main([*argv, "-o", str(out)]) == 0
+    assert "| 40 | 5 | 3 | 1e-06 |" in capsys.readouterr().out
+    document = json.loads(out.read_text())
+    (record,) = document["types"]
+    assert (record["jobs"], record["rounds"], record["types"]) == (40, 5, 3)
+    assert record["one"]["converged"] and record["typed"]["converged"]
+    assert record["ratio"] > 0
+    assert record["clarabel"]["solve_ratio"] > 0  # cvxpy and Clarabel are test dependencies
+
+
 @pytest.mark.parametrize(
     "argv",
     [
+        ["bench", "market", "--types", "1", "--sizes", "5:2"],
+        ["bench", "market", "--types", "9", "--sizes", "5:2"],
+        ["bench", "market", "--types", "3", "--policy-only"],
         ["bench", "scale", "--quick", "--sizes", "10:2"],
         ["bench", "scale", "--sizes", "10"],
         ["bench", "market", "--sizes", "0:3"],

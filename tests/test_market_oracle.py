@@ -3,6 +3,9 @@
 Agreement required: objective within 1e-6 of the total budget (the scale of the relative gap) and
 every utility within 1e-4 relative. The gap bounds the utilities only through strong concavity
 (|log u_i - log u*_i| <~ sqrt(2 gap W / w_i)), so the solves here ask for a gap of 1e-10.
+
+With GPU types (the program over (round, type) goods, one gang per job and round) the solves ask
+for 1e-8, near the typed method's floating-point floor, and the utilities are held to 1e-3.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.market_reference import Market, oracle_solve, random_market
+from shockwave.testing.strategies import markets
+from tests.market_reference import Market, oracle_solve, random_market, random_typed_market
 
 
 def assert_matches_oracle(market: Market, **solver_settings: object) -> None:
@@ -179,3 +183,44 @@ def test_one_round_with_budgets_spanning_3_to_the_12_matches_the_closed_form(
     np.testing.assert_allclose(
         solution.utilities, single_round_equilibrium(market), rtol=1e-6, atol=0.0
     )
+
+
+# --- GPU types ---------------------------------------------------------------------------------
+
+
+def assert_types_match_oracle(market: Market, tol: float = 1e-8) -> None:
+    """The K-type program, solved here and by Clarabel: the objective within 1e-6 of the total
+    budget, with a certificate that says so (a certified gap of at most 1e-7, bracketing
+    Clarabel's optimum to its own feasibility tolerance), and the utilities as far as the gap pins
+    them (|log u_i - log u*_i| <~ sqrt(2 gap / s_i), s_i job i's share of the budget: loose for
+    the smallest budgets when they span 3^12)."""
+    try:
+        oracle = oracle_solve(market)
+    except RuntimeError:  # Clarabel's own numerics at its tightest: ask it for a little less
+        oracle = oracle_solve(market, accuracy=1e-10)
+    solution = market.solve(tol=tol)
+    assert solution.gap <= 1e-7, (solution.status, solution.gap)
+    total_budget = float(market.budgets[market.budgets > 0].sum())
+    assert abs(solution.objective - oracle.objective) <= 1e-6 * total_budget
+    # the certificate brackets Clarabel's optimum (up to Clarabel's feasibility, 1e-8)
+    assert solution.objective <= oracle.objective + 1e-8 * total_budget
+    assert oracle.objective <= solution.dual_bound + 1e-8 * total_budget
+    positive = (oracle.utilities > 0) & (market.budgets > 0)
+    share = market.budgets[positive] / market.budgets[positive].sum()
+    allowed = 2 * np.sqrt(2 * (solution.gap + 1e-9) / share) + 1e-6
+    ratio = np.log(solution.utilities[positive]) - np.log(oracle.utilities[positive])
+    assert np.all(np.abs(ratio) <= allowed)
+
+
+@pytest.mark.parametrize(
+    ("jobs", "rounds", "types", "seed"),
+    [(40, 8, 2, 1), (120, 20, 3, 2), (300, 20, 3, 3), (100, 10, 4, 4), (60, 6, 8, 5)],
+)
+def test_types_match_clarabel(jobs: int, rounds: int, types: int, seed: int) -> None:
+    assert_types_match_oracle(random_typed_market(jobs, rounds, types, seed))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(markets(max_jobs=12, max_rounds=5, min_types=2, max_types=4))
+def test_small_random_markets_with_types_match_clarabel(market: Market) -> None:
+    assert_types_match_oracle(market)

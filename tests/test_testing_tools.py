@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from shockwave import InputError, market
 from shockwave.scheduling import SimulationConfig
 from shockwave.sim import simulate
-from shockwave.testing import Market, check_equilibrium, random_market
+from shockwave.testing import Market, check_equilibrium, random_market, random_typed_market
 from shockwave.testing.strategies import (
     DEGENERATE,
     degenerate_markets,
@@ -63,8 +63,29 @@ def test_certified_solutions_of_the_degenerate_markets_pass(name: str) -> None:
 
 @settings(max_examples=10, deadline=None)
 @given(degenerate_markets())
-def test_the_degenerate_strategy_draws_the_named_cases(m: Market) -> None:
+def test_the_degenerate_strategy_draws_one_type_by_default(m: Market) -> None:
     assert m.valuations.shape == (m.jobs, m.rounds)
+    assert m.supply.shape == (m.rounds,)
+
+
+@settings(max_examples=30, deadline=None)
+@given(degenerate_markets(max_types=2))
+def test_the_degenerate_strategy_draws_gpu_types_up_to_max_types(m: Market) -> None:
+    assert m.valuations.shape in ((m.jobs, m.rounds), (m.jobs, m.rounds, m.types))
+    assert m.types <= 2
+    assert m.supply.shape == m.valuations.shape[1:]
+
+
+def test_every_degenerate_case_can_be_drawn() -> None:
+    drawn: set[tuple[int, ...]] = set()
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(degenerate_markets(max_types=8))
+    def draw(m: Market) -> None:
+        drawn.add(m.valuations.shape)
+
+    draw()
+    assert drawn == {DEGENERATE[name]().valuations.shape for name in DEGENERATE}
 
 
 def test_each_broken_invariant_is_named() -> None:
@@ -134,3 +155,102 @@ def test_bad_inputs_name_the_argument(arguments: dict[str, object], argument: st
 def test_drawn_workloads_simulate_to_completion(workload: object) -> None:
     result = simulate(workload, "shockwave", SimulationConfig(gpus=2))  # type: ignore[arg-type]
     assert np.all(np.isfinite(result.to_dict()["jct"]))
+
+
+# --- GPU types ---------------------------------------------------------------------------------
+
+
+@FAST
+@given(markets(max_jobs=20, max_rounds=6, min_types=2, max_types=5))
+def test_certified_solutions_of_random_markets_with_types_pass(m: Market) -> None:
+    assert m.valuations.ndim == 3
+    passes(m, solved(m))
+
+
+@FAST
+@given(policy_markets(max_jobs=40, rounds=10, types=3))
+def test_certified_solutions_of_policy_markets_with_types_pass(m: Market) -> None:
+    passes(m, solved(m))
+
+
+def test_each_broken_invariant_with_types_is_named() -> None:
+    m = random_typed_market(60, 10, 3, 3)
+    x = solved(m).shares
+
+    def named(shares: np.ndarray) -> set[str]:
+        return {line.split(":")[0] for line in m.check(shares)}
+
+    assert named(x) == set()
+    two = x.copy()
+    two[:, :, :] = np.where(x.sum(axis=2, keepdims=True) > 0.9, 0.6, x)  # 1.8 gangs a round
+    assert "feasibility" in named(two)
+    moved = x.copy()
+    moved[:, 0, 0] += moved[:, 0, 1]  # type 1's round-0 gangs onto type 0
+    moved[:, 0, 1] = 0.0
+    assert "supply" in named(np.minimum(moved, 1.0))
+    swapped = x[:, :, [1, 0, 2]]  # every job on the other type: feasible supplies aside, wrong
+    assert named(swapped) != set()
+    idle = x.copy()
+    idle[np.argmax(x[:, 0, 0]), 0, 0] = 0.0
+    assert {"optimality", "market clearing"} <= named(idle)
+
+
+def test_the_best_response_with_types_matches_a_convex_solve() -> None:
+    """The check's best response (hull walk) against cvxpy + Clarabel on the same job's problem:
+    max w log(c + a.x) - n p.x, x >= 0, one gang per round, c + a.x <= ubar."""
+    import cvxpy as cp
+
+    from shockwave.testing.equilibrium import _best_response
+
+    rng = np.random.default_rng(5)
+    for case in range(40):
+        rounds, types = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+        a = rng.uniform(0.0, 0.3, (rounds, types)) * (rng.random((rounds, types)) < 0.8)
+        prices = rng.uniform(0.0, 2.0, (rounds, types)) * (rng.random((rounds, types)) < 0.85)
+        buyable = a > 0
+        n, w = int(rng.integers(1, 4)), float(rng.uniform(0.2, 3.0))
+        c = float(rng.uniform(0.0, 0.5)) if case % 2 else 0.0
+        ceiling = c + float(rng.uniform(0.05, 1.0)) if case % 3 else np.inf
+        if c == 0.0 and not buyable.any():
+            continue  # log 0 whatever the plan
+        value, shares = _best_response(a, n, prices, c, ceiling, w, buyable)
+        x = cp.Variable((rounds, types), nonneg=True)
+        u = c + cp.sum(cp.multiply(a, x))
+        constraints = [cp.sum(x, axis=1) <= 1]
+        if (~buyable).any():
+            constraints.append(x[~buyable] == 0)
+        if np.isfinite(ceiling):
+            constraints.append(u <= ceiling)
+        paid = n * cp.sum(cp.multiply(prices, x))
+        problem = cp.Problem(cp.Maximize(w * cp.log(u) - paid), constraints)
+        problem.solve(solver=cp.CLARABEL)
+        assert problem.status in ("optimal", "optimal_inaccurate")
+        assert value == pytest.approx(problem.value, rel=1e-6, abs=1e-7)
+        # the shares attain it and are feasible
+        assert np.all(shares >= 0) and np.all(shares.sum(axis=1) <= 1 + 1e-12)
+        attained = w * np.log(c + (a * shares).sum()) - n * (prices * shares).sum()
+        assert attained == pytest.approx(value, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "argument"),
+    [
+        ({"shares": np.ones((1, 3))}, "shares"),
+        ({"supply": [1.0, 1.0, 1.0]}, "supply"),
+        ({"prices": [0.1, 0.1, 0.1]}, "prices"),
+        ({"valuations": np.ones((1, 3, 2, 1))}, "valuations"),
+    ],
+)
+def test_bad_inputs_with_types_name_the_argument(
+    arguments: dict[str, object], argument: str
+) -> None:
+    call: dict[str, object] = {
+        "valuations": np.full((1, 3, 2), 0.1),
+        "gang_sizes": [1],
+        "supply": [1.0, 2.0],
+        "shares": np.full((1, 3, 2), 0.5),
+    }
+    call.update(arguments)
+    with pytest.raises(InputError) as info:
+        check_equilibrium(**call)  # type: ignore[arg-type]
+    assert info.value.argument == argument

@@ -200,6 +200,7 @@ class RemainingRuntime:
 SOLVER_METHODS: tuple[Literal["interior_point", "proportional_response"], ...]
 MAX_INTERIOR_POINT_ROUNDS: int
 MAX_ROUNDS: int
+MAX_TYPES: int
 
 @final
 class SolverStatus:
@@ -262,16 +263,17 @@ class MarketSolution:
     ) -> MarketSolution: ...
     @property
     def shares(self) -> NDArray[np.float64]:
-        """``(N, T)`` fraction of round ``t`` during which job ``i`` holds its gang."""
+        """``(N, T)`` (or ``(N, T, K)``) fraction of round ``t`` during which job ``i`` holds
+        its gang (of type ``k``)."""
     @property
     def prices(self) -> NDArray[np.float64]:
-        """``(T,)`` price of one GPU for one round, in budget units."""
+        """``(T,)`` (or ``(T, K)``) price of one GPU for one round, in budget units."""
     @property
     def utilities(self) -> NDArray[np.float64]:
         """``(N,)`` utilities of the shares."""
     @property
     def bids(self) -> NDArray[np.float64]:
-        """``(N, T)`` proportional-response bids (the next solve's warm start)."""
+        """Shaped like ``shares``: proportional-response bids (the next solve's warm start)."""
     @property
     def objective(self) -> float:
         """``sum_i w_i log u_i`` over the jobs in the objective."""
@@ -302,6 +304,9 @@ class MarketSolution:
     @property
     def rounds(self) -> int:
         """Rounds ``T`` in the planning window."""
+    @property
+    def types(self) -> int:
+        """GPU types ``K`` (1 for a market given as ``(N, T)``)."""
     def shifted_bids(self, rounds: int = 1) -> NDArray[np.float64]:
         """This solution's bids shifted ``rounds`` rounds forward."""
     def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, object]]: ...
@@ -319,7 +324,7 @@ def solve_market(
     """Solve the market."""
 
 def shift_market_bids(bids: NDArray[np.float64], elapsed: int) -> NDArray[np.float64]:
-    """Shift (jobs, rounds) bids `elapsed` rounds forward."""
+    """Shift (jobs, rounds) or (jobs, rounds, types) bids `elapsed` rounds forward."""
 
 def round_market_schedule(
     shares: NDArray[np.float64],
@@ -328,4 +333,4 @@ def round_market_schedule(
     backfill_order: NDArray[np.int64] | None = None,
     deficit: NDArray[np.float64] | None = None,
 ) -> NDArray[np.bool_]:
-    """Round shares into a boolean (jobs, rounds) schedule."""
+    """Round shares into a boolean schedule shaped like them."""

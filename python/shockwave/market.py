@@ -18,6 +18,19 @@ into whole-gang rounds. Units: ``supply`` and gang sizes in GPUs, rounds of the 
 (120 s each in the policy), utilities in fractions of a job's epochs, budgets and prices in
 budget units (prices per GPU per round).
 
+**GPU types.** On a cluster of ``K`` GPU types the goods are the pairs (round ``t``, type
+``k``), with ``S_tk`` GPUs each, and a job holds at most one gang per round, of one type::
+
+    maximise   sum_i w_i log u_i,          u_i = c_i + sum_tk a_itk x_itk
+    subject to sum_i n_i x_itk <= S_tk     (GPUs of type k in round t; price p_tk)
+               x_itk >= 0,  sum_k x_itk <= 1
+               u_i <= ubar_i,  x_itk = 0 where n_i > S_tk
+
+Give ``valuations`` as ``(N, T, K)`` (``a_itk``: the job's progress on type ``k``, from its
+speed there) and ``supply`` as a scalar, ``(K,)`` or ``(T, K)``: shares and bids come back
+``(N, T, K)``, prices ``(T, K)``. With ``K = 1`` this is the program above, solved the same way to
+the same bits (``(N, T, 1)`` in, ``(N, T, 1)`` out).
+
 The certificate: ``gap`` is the dual bound at ``prices`` minus the objective of ``shares``,
 divided by the total budget. It bounds the budget-weighted mean log-utility loss,
 ``sum_i w_i log(u*_i / u_i) / sum_i w_i <= gap``, so ``gap = 1e-6`` means the utilities are
@@ -55,6 +68,7 @@ JobIds = Sequence[Hashable] | NDArray[np.integer]
 
 __all__ = [
     "MAX_INTERIOR_POINT_ROUNDS",
+    "MAX_TYPES",
     "METHODS",
     "SOLVER_DEFAULTS",
     "JobIds",
@@ -73,10 +87,12 @@ Method = Literal["interior_point", "proportional_response"]
 """``"interior_point"`` (default): a few proportional-response iterations find prices, then a
 primal-dual interior-point method reduced to the ``T`` prices finishes (tens of Newton steps,
 each ``O(N T^2 + T^3 / 3)`` operations, with a dense ``T x T`` price system held twice: 16 ``T^2``
-bytes); windows are limited to :data:`MAX_INTERIOR_POINT_ROUNDS` rounds.
+bytes); windows are limited to :data:`MAX_INTERIOR_POINT_ROUNDS` rounds. With ``K`` GPU types
+the prices are the ``T K`` goods' (``O(N (T K)^2 + (T K)^3 / 3)`` a step, at most
+:data:`MAX_INTERIOR_POINT_ROUNDS` goods).
 ``"proportional_response"``: proportional response alone, certified every 10 iterations (cheap
 iterations, ``O(N T)`` memory and time each, no limit on ``T``; fast to a 1e-4 gap, slow to
-1e-6)."""
+1e-6). One GPU type only."""
 
 #: The methods, as the core names them (the same strings as :data:`Method`).
 METHODS: tuple[Method, ...] = _core.SOLVER_METHODS
@@ -87,6 +103,9 @@ MAX_INTERIOR_POINT_ROUNDS: int = _core.MAX_INTERIOR_POINT_ROUNDS
 
 #: Longest window (rounds) any function here accepts, as the Rust core.
 MAX_ROUNDS: int = _core.MAX_ROUNDS
+
+#: Most GPU types a market may have (the interior point's passes are compiled for each count).
+MAX_TYPES: int = _core.MAX_TYPES
 
 SolverSettings = _core.SolverSettings
 """Settings of a solve (``tol``, ``max_iter``, ``method``, ``warmup_iterations``), validated by
@@ -118,14 +137,17 @@ arrays are the core's buffers, handed to numpy without copying, read-only).
 Attributes:
     shares: ``(N, T)`` fraction of round ``t`` during which job ``i`` holds its gang, in
         ``[0, 1]``; feasible (no round oversold, no ceiling passed) whatever ``converged``.
+        ``(N, T, K)`` for a market with GPU types (``x_itk``; at most one gang per round,
+        ``sum_k x_itk <= 1``).
     prices: ``(T,)`` price of one GPU for one round, in budget units (0 for a round that is
-        not sold out).
+        not sold out); ``(T, K)`` with GPU types.
     utilities: ``(N,)`` ``u_i = c_i + sum_t a_it x_it`` of ``shares`` (fraction of epochs).
-    bids: ``(N, T)`` proportional-response bids at this equilibrium, in budget units:
-        ``b_it = w'_i a_it x_it / u_i`` where ``w'_i`` is the budget (less, for a job at its
-        ceiling, the part it does not use). ``sum_t b_it = w'_i (u_i - c_i) / u_i`` and
+    bids: shaped like ``shares``: proportional-response bids at this equilibrium, in budget
+        units: ``b_it = w'_i a_it x_it / u_i`` where ``w'_i`` is the budget (less, for a job at
+        its ceiling, the part it does not use). ``sum_t b_it = w'_i (u_i - c_i) / u_i`` and
         ``b_it >= n_i p_t x_it``, with equality where ``0 < x_it < 1`` (a job holding its
-        whole gang pays a rent for the cap). The warm start of the next solve. With
+        whole gang pays a rent for the cap; with types, where the job holds less than a whole
+        gang in the round). The warm start of the next solve. With
         ``method="proportional_response"``: the method's own last bids instead (close to
         these once converged), so that a warm start resumes the iteration where it stopped.
     objective: ``sum_i w_i log u_i`` over the jobs in the objective.
@@ -139,6 +161,7 @@ Attributes:
         says why, with its best certified answer.
     jobs: number of jobs ``N``.
     rounds: number of rounds ``T`` in the planning window.
+    types: number of GPU types ``K`` (1 for a market given as ``(N, T)``).
 
 ``shifted_bids(rounds=1)`` returns the bids shifted ``rounds`` rounds forward (see
 :func:`shift_bids`). Solutions pickle (the policy's checkpoints hold them)."""
@@ -188,9 +211,16 @@ def _per_job(value: object, argument: str, jobs: int) -> NDArray[np.float64]:
     return arguments.per_job(_real(value, argument), argument, jobs)
 
 
-def _matrix(value: object, argument: str) -> NDArray[np.float64]:
-    """:func:`shockwave.arguments.matrix` of real input only (:func:`_real`)."""
-    return arguments.matrix(_real(value, argument), argument)
+def _market_array(value: object, argument: str) -> NDArray[np.float64]:
+    """A market's per-(job, round[, type]) array: float64, ``(N, T)`` or ``(N, T, K)``, of real
+    input only."""
+    array = _floats(value, argument)
+    if array.ndim not in (2, 3):
+        raise InputError(
+            argument,
+            f"expected a 2-D (jobs, rounds) or 3-D (jobs, rounds, types) array, got {array.ndim}-D",
+        )
+    return array
 
 
 def _iterations(value: object, argument: str) -> int:
@@ -199,17 +229,35 @@ def _iterations(value: object, argument: str) -> int:
     return int(value)
 
 
-def _supply(value: ArrayLike, rounds: int, window: str = "valuations") -> NDArray[np.float64]:
+def _supply(
+    value: ArrayLike, rounds: int, types: int | None = None, window: str = "valuations"
+) -> NDArray[np.float64]:
+    """GPUs per round, ``(T,)``, from a scalar or ``(T,)``; with ``types`` (a market given as
+    ``(N, T, K)``), per round and type, ``(T, K)``, from a scalar, ``(K,)`` or ``(T, K)``."""
     supply = _floats(value, "supply")
     if rounds > MAX_ROUNDS:  # before the scalar is spread over the rounds
         raise InputError(window, f"{rounds} rounds; a window may have at most 2**32")
+    if types is not None and not 1 <= types <= MAX_TYPES:  # and over the types
+        raise InputError(window, f"{types} GPU types; a market has 1 to {MAX_TYPES}")
     if supply.ndim == 0:
         if not (np.isfinite(supply) and supply >= 0):  # checked even when there are no rounds
             raise InputError(
                 "supply", f"expected a finite number of GPUs >= 0, got {float(supply)}"
             )
-        return np.full(rounds, float(supply))
-    return _vector(supply, "supply", rounds)
+        shape = (rounds,) if types is None else (rounds, types)
+        return np.full(shape, float(supply))
+    if types is None:
+        return _vector(supply, "supply", rounds)
+    if supply.shape == (types,):
+        return np.ascontiguousarray(np.broadcast_to(supply, (rounds, types)))
+    if supply.shape != (rounds, types):
+        raise InputError(
+            "supply",
+            f"expected a scalar, ({types},) (per type) or ({rounds}, {types}) (per round and "
+            f"type) for {window} of {rounds} rounds and {types} GPU types, got shape "
+            f"{supply.shape}",
+        )
+    return supply
 
 
 def solve(
@@ -230,9 +278,12 @@ def solve(
 
     Args:
         valuations: ``(N, T)`` ``a_it >= 0``: fraction of job ``i``'s epochs it is expected to
-            complete if it holds its gang through round ``t`` (per round, not cumulative).
-        gang_sizes: ``(N,)`` GPUs each job needs to run (integers ``>= 1``).
-        supply: GPUs available per round: a scalar, or ``(T,)`` when it varies by round.
+            complete if it holds its gang through round ``t`` (per round, not cumulative). On a
+            cluster of ``K`` GPU types, ``(N, T, K)``: the same on each type (at most
+            :data:`MAX_TYPES`).
+        gang_sizes: ``(N,)`` GPUs each job needs to run (integers ``>= 1``), all of one type.
+        supply: GPUs available per round: a scalar, or ``(T,)`` when it varies by round. With
+            ``(N, T, K)`` valuations: a scalar (every type), ``(K,)`` (per type) or ``(T, K)``.
         budgets: ``(N,)`` budgets ``w_i >= 0`` (default 1 each); only their ratios matter. A
             job with budget 0 gets nothing.
         progress: ``(N,)`` utility already earned ``c_i`` in ``[0, 1)`` (default 0).
@@ -242,26 +293,27 @@ def solve(
         tol: target relative duality gap (see the module documentation), ``> 0`` (default:
             :data:`SOLVER_DEFAULTS`, the core's).
         max_iter: most iterations, both methods together (``>= 1``).
-        warm_start: bids aligned with this market (``(N, T)``, budget units), or a
+        warm_start: bids aligned with this market (shaped like ``valuations``, budget units), or a
             :class:`MarketSolution` of this same market (its ``bids``). For the next round's
             market use :func:`warm_start_bids` (shift and realign rows). A job's row is used when
             it bids on at least one round the job can buy; an all-zero row means "no
             information: start this job cold".
         method: ``"interior_point"`` (default) or ``"proportional_response"`` (see
-            :data:`Method`).
+            :data:`Method`; one GPU type only).
         warmup_iterations: proportional-response iterations that find the starting prices of the
             interior-point method (``None``: 5 from a cold start, 1 from a warm start).
 
     Returns:
-        The :class:`MarketSolution`; ``converged`` says whether ``gap <= tol``, ``status`` why
-        the solver stopped.
+        The :class:`MarketSolution` (shares and bids shaped like ``valuations``); ``converged``
+        says whether ``gap <= tol``, ``status`` why the solver stopped.
 
     Raises:
         InputError: (a ``ValueError``) whose ``argument`` names the argument, for a wrong shape, a
             non-numeric value (complex, object and text arrays included: a complex valuation
             would lose its imaginary part), NaN or infinity (``inf`` is allowed in
             ``ceilings``), a negative value, a gang size of 0 or larger than every round's
-            supply, progress outside ``[0, 1)``, a ceiling not above the progress, budgets whose
+            supply (of every type), progress outside ``[0, 1)``, a ceiling not above the
+            progress, more than :data:`MAX_TYPES` GPU types, budgets whose
             sum overflows double precision (only their ratios matter: scale them down), a job
             without a ceiling whose reachable utility overflows, a window over
             :data:`MAX_INTERIOR_POINT_ROUNDS` rounds with the interior-point method, a market
@@ -278,10 +330,10 @@ def solve(
 
     The GIL is released during the solve. The same inputs give bit-for-bit the same outputs.
     """
-    a = _matrix(valuations, "valuations")
-    jobs, rounds = a.shape
+    a = _market_array(valuations, "valuations")
+    jobs, rounds = a.shape[:2]
     gangs = _gang_sizes(gang_sizes, jobs)
-    g = _supply(supply, rounds)
+    g = _supply(supply, rounds, a.shape[2] if a.ndim == 3 else None)
     w = np.ones(jobs) if budgets is None else _per_job(budgets, "budgets", jobs)
     c = np.zeros(jobs) if progress is None else _per_job(progress, "progress", jobs)
     ubar = np.ones(jobs) if ceilings is None else _per_job(ceilings, "ceilings", jobs)
@@ -289,7 +341,7 @@ def solve(
         warm_start = warm_start.bids
     warm = None
     if warm_start is not None:
-        warm = _matrix(warm_start, "warm_start")
+        warm = _floats(warm_start, "warm_start")
         if warm.shape != a.shape:
             raise InputError("warm_start", f"expected shape {a.shape}, got {warm.shape}")
     if not is_number(tol):
@@ -308,17 +360,18 @@ def solve(
 
 
 def shift_bids(bids: ArrayLike, rounds: int = 1) -> NDArray[np.float64]:
-    """Shift ``(N, T)`` bids ``rounds`` rounds forward for the next plan's warm start.
+    """Shift ``(N, T)`` (or ``(N, T, K)``) bids ``rounds`` rounds forward for the next plan's
+    warm start.
 
-    Column ``t`` takes the old column ``t + rounds``; the columns entering the window repeat the
-    old last column (the job's latest spending rate). With ``rounds >= T`` every row is zero
-    (cold start).
+    Round ``t`` takes the old round ``t + rounds`` (all its types); the rounds entering the
+    window repeat the old last round (the job's latest spending rate). With ``rounds >= T`` every
+    row is zero (cold start).
     """
     if not is_integer(rounds) or rounds < 0:
         raise InputError("rounds", f"expected a nonnegative integer, got {rounds!r}")
-    bid_matrix = _matrix(bids, "bids")
+    bid_array = _market_array(bids, "bids")
     # any shift of T rounds or more gives all zeros: cap it there
-    return _core.shift_market_bids(bid_matrix, min(int(rounds), bid_matrix.shape[1]))
+    return _core.shift_market_bids(bid_array, min(int(rounds), bid_array.shape[1]))
 
 
 def align_bids(
@@ -326,18 +379,19 @@ def align_bids(
     previous_jobs: JobIds,
     current_jobs: JobIds,
 ) -> NDArray[np.float64]:
-    """Reorder the rows of ``bids`` (one per job of ``previous_jobs``) to ``current_jobs``.
+    """Reorder the rows of ``bids`` (one per job of ``previous_jobs``; ``(N, T)`` or
+    ``(N, T, K)``) to ``current_jobs``.
 
     Rows of jobs that left are dropped; jobs that arrived get an all-zero row (cold start).
     Job identifiers must be unique in each sequence. Integer identifiers (a sequence or a numpy
     array) are matched by sorting, in O(N log N); other hashables through a dictionary.
     """
-    old = _matrix(bids, "bids")
+    old = _market_array(bids, "bids")
     if old.shape[0] != len(previous_jobs):
         raise InputError(
             "previous_jobs", f"{len(previous_jobs)} identifiers for {old.shape[0]} rows of bids"
         )
-    aligned = np.zeros((len(current_jobs), old.shape[1]))
+    aligned = np.zeros((len(current_jobs), *old.shape[1:]))
     previous_ids = as_array(previous_jobs, "previous_jobs")
     current_ids = as_array(current_jobs, "current_jobs")
     if (
@@ -376,7 +430,8 @@ def warm_start_bids(
     max_budget_change: float = 2.0,
     smoothing: float = 0.0,
 ) -> NDArray[np.float64]:
-    """Warm-start bids for the next plan from the previous plan (or its bids).
+    """Warm-start bids for the next plan from the previous plan (or its bids, ``(N, T)`` or
+    ``(N, T, K)``).
 
     Shifts the bids ``elapsed_rounds`` rounds forward (:func:`shift_bids`) and, when both job
     sequences are given, realigns their rows (:func:`align_bids`).
@@ -388,9 +443,10 @@ def warm_start_bids(
     bids say little about its new demand).
 
     Finally a share ``smoothing`` (in ``[0, 1]``; default 0) of each row's spend is spread
-    evenly over the window: an equilibrium plan bids (almost) nothing on the rounds a job did not
-    buy, and proportional response, being multiplicative, is slow to move money back to them
-    when the market changed more than by the shift (jobs arrived, budgets moved).
+    evenly over the window (with GPU types, each type's over the rounds): an equilibrium plan
+    bids (almost) nothing on the rounds a job did not buy, and proportional response, being
+    multiplicative, is slow to move money back to them when the market changed more than by the
+    shift (jobs arrived, budgets moved).
 
     Measured (``benches/README.md``, "Warm starts on the policy's markets"): on the Shockwave
     policy's consecutive markets the budgets and a smoothing of 0.1 each cut the iterations of
@@ -416,23 +472,25 @@ def warm_start_bids(
             _budget_vector(previous_budgets, "previous_budgets", shifted.shape[0]),
             _budget_vector(budgets, "budgets", rows),
         )
+    shape = shifted.shape
     if previous_jobs is not None and current_jobs is not None:
         if budget_pair is None:
             shifted = align_bids(shifted, previous_jobs, current_jobs)
         else:  # the budgets ride along as a last column: one lookup of the identifiers
-            both = align_bids(
-                np.column_stack([shifted, budget_pair[0]]), previous_jobs, current_jobs
-            )
-            shifted, budget_pair = both[:, :-1], (both[:, -1], budget_pair[1])
+            flat = shifted.reshape(shape[0], -1)
+            both = align_bids(np.column_stack([flat, budget_pair[0]]), previous_jobs, current_jobs)
+            shifted = both[:, :-1].reshape(len(current_jobs), *shape[1:])
+            budget_pair = (both[:, -1], budget_pair[1])
     if budget_pair is not None:
         old, new = budget_pair
         known = old > 0
+        per_row = (-1,) + (1,) * (shifted.ndim - 1)  # one factor per job, over its rounds (types)
         with np.errstate(over="ignore", invalid="ignore"):  # non-finite rows start cold below
             ratio = np.divide(new, old, out=np.zeros_like(new), where=known)
             keep = known & (ratio * max_budget_change >= 1.0) & (ratio <= max_budget_change)
-            scaled = shifted * ratio[:, None]
-        keep &= np.isfinite(scaled).all(axis=1)
-        shifted = np.where(keep[:, None], scaled, 0.0)
+            scaled = shifted * ratio.reshape(per_row)
+        keep &= np.isfinite(scaled).reshape(len(keep), -1).all(axis=1)
+        shifted = np.where(keep.reshape(per_row), scaled, 0.0)
     if smoothing > 0.0 and shifted.size:
         shifted = (1.0 - smoothing) * shifted + smoothing * shifted.mean(axis=1, keepdims=True)
     return shifted
@@ -453,7 +511,7 @@ def round_schedule(
     backfill_order: ArrayLike | None = None,
     deficit: ArrayLike | None = None,
 ) -> NDArray[np.bool_]:
-    """Turn planned shares into an integral schedule of whole gangs.
+    """Turn planned shares into an integral schedule of whole gangs (of one type per round).
 
     Rounds are filled in order. Before round ``t``, job ``i`` is owed
     ``d_i = deficit_i + sum_{s <= t} x_is - (rounds this schedule already gave it)``. Jobs owed
@@ -463,35 +521,54 @@ def round_schedule(
     pack (e.g. equal gang sizes and an integral supply) each job's count of rounds stays within
     one of its planned total ``sum_t x_it``. Deterministic.
 
+    **GPU types.** With ``(N, T, K)`` shares, what a job is owed is kept per type
+    (``d_ik = deficit_ik + sum_{s <= t} x_isk - received_ik``), and round ``t`` takes the pairs
+    (job, type) owed more than 1e-9 in decreasing order of ``d_ik`` (ties: larger share of the
+    round on that type, then lower job index, then lower type index); a pair is scheduled when its
+    job runs nothing yet in the round and its gang fits in that type's GPUs still free. So a job
+    runs at most one gang, of one type, per round, no type is ever oversold, and with one type
+    this is the rule above. Backfilling gives each listed job not yet running the first type, in
+    type order, where its gang fits (list the types fastest first). Gangs are placed by count:
+    packing them on servers belongs to the cluster model.
+
     Args:
-        shares: ``(N, T)`` planned fractions in ``[0, 1]`` (e.g. ``MarketSolution.shares``).
+        shares: ``(N, T)`` planned fractions in ``[0, 1]`` (e.g. ``MarketSolution.shares``), or
+            ``(N, T, K)`` with GPU types.
         gang_sizes: ``(N,)`` GPUs per job (integers ``>= 1``).
-        supply: GPUs per round, a scalar or ``(T,)``.
+        supply: GPUs per round, a scalar or ``(T,)``; with types a scalar, ``(K,)`` or
+            ``(T, K)``.
         backfill_order: job indices, highest priority first, that receive GPUs still free after
             the plan (work conservation; the original Shockwave uses longest expected remaining
             runtime first). Backfilled rounds are extra: they are not charged against the plan.
-        deficit: ``(N,)`` rounds owed to each job by earlier plans (negative: ahead). A
-            receding-horizon caller that dispatches only round 0 carries
+        deficit: ``(N,)`` rounds owed to each job by earlier plans (negative: ahead); ``(N, K)``
+            with types. A receding-horizon caller that dispatches only round 0 carries
             ``deficit + shares[:, 0] - schedule[:, 0]`` (planned minus run) into the next plan,
             which keeps long-run counts honest.
 
     Returns:
-        ``(N, T)`` booleans: ``True`` where job ``i`` runs its whole gang in round ``t``.
+        Booleans shaped like ``shares``: ``True`` where job ``i`` runs its whole gang in round
+        ``t`` (on type ``k``).
 
     Raises:
         InputError: (a ``ValueError``) naming the argument, for a wrong shape, a share outside
             ``[0, 1]``, a gang size below 1, a negative or non-finite supply or deficit, or an
             invalid backfill order (unknown or repeated job).
     """
-    x = _matrix(shares, "shares")
-    jobs, rounds = x.shape
+    x = _market_array(shares, "shares")
+    jobs, rounds = x.shape[:2]
+    types = x.shape[2] if x.ndim == 3 else None
     gangs = _gang_sizes(gang_sizes, jobs)
-    g = _supply(supply, rounds, "shares")
+    g = _supply(supply, rounds, types, "shares")
     order = None
     if backfill_order is not None:
         raw = as_array(backfill_order, "backfill_order")
         if raw.ndim != 1 or (raw.size > 0 and not np.issubdtype(raw.dtype, np.integer)):
             raise InputError("backfill_order", "expected a 1-D sequence of integer job indices")
         order = np.ascontiguousarray(raw, dtype=np.int64)
-    owed = None if deficit is None else _vector(deficit, "deficit", jobs)
+    owed = None
+    if deficit is not None:
+        owed = _floats(_real(deficit, "deficit"), "deficit")
+        expected = (jobs,) if types is None else (jobs, types)
+        if owed.shape != expected:
+            raise InputError("deficit", f"expected shape {expected}, got {owed.shape}")
     return _core.round_market_schedule(x, gangs, g, order, owed)

@@ -17,7 +17,12 @@ Clarabel, and warm starts on the markets the Shockwave policy solves.
   trace on 128 GPUs), each solved cold and warm from the previous market's plan: the warm start
   from the shifted bids as they were, then with the budgets, then also smoothed (as the policy
   does): mean iterations, total time, and the share of warm starts certified by their first
-  allocation.
+  allocation;
+* with GPU types (:func:`typed_records`): the same jobs on ``K`` types
+  (:func:`~shockwave.testing.random_typed_market`) against one type
+  (:func:`~shockwave.testing.random_market`: the same jobs and GPUs), both to 1e-6, timed in
+  alternation in the same run, with their ratio; and Clarabel's own solve of the ``K``-type
+  program against ours.
 
 Times are medians over repeats in one process, one thread; the machine and its load are recorded.
 """
@@ -38,23 +43,33 @@ from shockwave import market
 from shockwave.bench.markets import PolicyMarket, oracle_solve, policy_markets
 from shockwave.market import MarketSolution, Method
 from shockwave.policies.shockwave.backends import WARM_START_SMOOTHING
-from shockwave.testing.markets import Market, next_round_market, random_market
+from shockwave.testing.markets import (
+    Market,
+    next_round_market,
+    random_market,
+    random_typed_market,
+)
 from shockwave.traces import GeneratorParameters, generate_workload
 
 __all__ = [
     "SIZES",
     "TOLERANCES",
+    "TYPED_SIZES",
     "machine",
     "policy_records",
     "policy_table",
     "solver_records",
     "solver_table",
+    "typed_records",
+    "typed_table",
 ]
 
 #: (N, T) of the solver table.
 SIZES = [(100, 20), (500, 20), (1000, 20), (10_000, 20), (100, 60), (1000, 60), (10_000, 60)]
 #: Relative gaps of the solver table.
 TOLERANCES = [1e-4, 1e-6]
+#: (N, T) of the table with GPU types.
+TYPED_SIZES = [(500, 20), (1000, 20)]
 METHODS: tuple[Method, ...] = ("interior_point", "proportional_response")
 
 
@@ -283,6 +298,104 @@ def policy_table(records: Sequence[dict[str, Any]], machine_line: str) -> str:
             )
         where = f"{r['markets']} ({r['count']} markets, median {r['median_jobs']} jobs)"
         lines.append(f"| {where} | {r['tol']:.0e} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def typed_records(
+    sizes: Sequence[tuple[int, int]] = TYPED_SIZES,
+    types: int = 3,
+    *,
+    tol: float = 1e-6,
+    clarabel_max_jobs: int = 1000,
+    repeats: int | None = None,
+    seed: int = 1,
+) -> list[dict[str, Any]]:
+    """One record per size: the market of ``types`` GPU types and the same jobs on one type,
+    each solved cold to ``tol``, timed in alternation (``repeats`` pairs, 7 by default; so both
+    see the same machine load): medians, iterations, statuses and the ratio of the medians; and
+    Clarabel's own solve of the typed program (relative gap ``tol``) with its ratio to ours (for
+    ``N <= clarabel_max_jobs``)."""
+    records = []
+    for jobs, rounds in sizes:
+        one = random_market(jobs, rounds, seed)
+        typed = random_typed_market(jobs, rounds, types, seed)
+        times: dict[str, list[float]] = {"one": [], "typed": []}
+        solutions: dict[str, MarketSolution] = {}
+        for _ in range(repeats or 7):
+            for name, m in (("one", one), ("typed", typed)):
+                start = time.perf_counter()
+                solutions[name] = m.solve(tol=tol)
+                times[name].append(time.perf_counter() - start)
+        medians = {name: statistics.median(values) for name, values in times.items()}
+        record: dict[str, Any] = {
+            "jobs": jobs,
+            "rounds": rounds,
+            "types": types,
+            "tol": tol,
+            **{
+                name: {
+                    **_measure(medians[name], solutions[name]),
+                    "gap": solutions[name].gap,
+                    "min_milliseconds": 1e3 * min(times[name]),
+                }
+                for name in ("one", "typed")
+            },
+            "ratio": medians["typed"] / medians["one"],
+            "min_ratio": min(times["typed"]) / min(times["one"]),
+        }
+        run_clarabel = jobs <= clarabel_max_jobs
+        record["clarabel"] = _typed_clarabel(typed, tol, medians["typed"], run_clarabel)
+        records.append(record)
+    return records
+
+
+def _typed_clarabel(typed: Market, tol: float, ours: float, run: bool) -> dict[str, Any]:
+    if not run:
+        return {"skipped": "more jobs than --clarabel-max-jobs"}
+    try:
+        oracle = oracle_solve(typed, accuracy=tol)
+    except ImportError:
+        return {"skipped": "cvxpy is not installed"}
+    except RuntimeError as error:
+        return {"skipped": str(error).split(":")[0]}
+    return {
+        "solve_ms": 1e3 * oracle.solve_seconds,
+        "total_ms": 1e3 * oracle.total_seconds,
+        "solve_ratio": oracle.solve_seconds / ours,
+    }
+
+
+def typed_table(records: Sequence[dict[str, Any]], machine_line: str) -> str:
+    """The table with GPU types in Markdown."""
+    lines = [
+        f"Machine: {machine_line}.",
+        "",
+        "Each row: the same jobs and GPUs on one type and on K types, cold to the tolerance, "
+        "solved in alternation; cells: iterations / median wall time in ms; ratio: K types over "
+        "one type (medians; minima in brackets). Clarabel: its own solve time of the K-type "
+        "program (relative gap the same), and its ratio to ours.",
+        "",
+        "| N | T | K | tol | one type | K types | ratio K / 1 | Clarabel solve (ratio) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        clarabel = r["clarabel"]
+        extra = (
+            f"skipped ({clarabel['skipped']})"
+            if "skipped" in clarabel
+            else f"{clarabel['solve_ms']:.0f} ms ({clarabel['solve_ratio']:.0f}x)"
+        )
+        row = [
+            f"{r['jobs']:,}",
+            str(r["rounds"]),
+            str(r["types"]),
+            f"{r['tol']:.0e}",
+            _cell(r["one"]),
+            _cell(r["typed"]),
+            f"{r['ratio']:.2f} ({r['min_ratio']:.2f})",
+            extra,
+        ]
+        lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
 

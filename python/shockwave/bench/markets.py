@@ -144,6 +144,11 @@ class OracleResult:
 def oracle_solve(market: Market, *, accuracy: float = 1e-13) -> OracleResult:
     """Solve the market's Eisenberg-Gale program with cvxpy + Clarabel.
 
+    With GPU types (``(N, T, K)`` valuations, ``(T, K)`` supply) the program of
+    :mod:`shockwave.market`: one variable per purchasable (job, round, type), at most one gang per
+    job and round over the types, each type's supply per round. A market of one type is the same
+    program with ``K = 1``.
+
     ``accuracy`` is Clarabel's gap tolerance (absolute and relative; feasibility at least
     1e-8, Clarabel's default); utilities are weakly determined by a
     flat objective, so the default asks for far more than the objective needs: a gap ``g`` (in
@@ -155,11 +160,15 @@ def oracle_solve(market: Market, *, accuracy: float = 1e-13) -> OracleResult:
     """
     cp: Any = importlib.import_module("cvxpy")  # test-only dependency, untyped for us
 
-    a, n, g = market.valuations, market.gang_sizes.astype(float), market.supply
+    typed = market.valuations.ndim == 3
+    a = market.valuations if typed else market.valuations[:, :, None]
+    g = market.supply if typed else market.supply[:, None]
+    n = market.gang_sizes.astype(float)
     w, c, ubar = market.budgets, market.progress, market.ceilings
-    fits = n[:, None] <= g[None, :]
-    buyable = (a > 0) & fits & (w[:, None] > 0)
-    active = buyable.any(axis=1)
+    _, rounds, types = a.shape
+    fits = n[:, None, None] <= g[None, :, :]
+    buyable = (a > 0) & fits & (w[:, None, None] > 0)
+    active = buyable.any(axis=(1, 2))
     in_objective = (w > 0) & (active | (c > 0))
     start = time.perf_counter()
     rows = np.flatnonzero(active)
@@ -167,15 +176,23 @@ def oracle_solve(market: Market, *, accuracy: float = 1e-13) -> OracleResult:
     constant = float(np.sum(w[in_objective & ~active] * np.log(c[in_objective & ~active])))
     if rows.size == 0:
         return OracleResult(constant, utilities, 0.0, time.perf_counter() - start)
+    from scipy.sparse import csr_matrix
+
     mask = buyable[rows]
     x = cp.Variable(int(mask.sum()))
-    row_of, col_of = np.nonzero(mask)
-    gain_matrix = np.zeros((rows.size, x.size))
-    gain_matrix[row_of, np.arange(x.size)] = a[rows][mask]
-    supply_matrix = np.zeros((market.rounds, x.size))
-    supply_matrix[col_of, np.arange(x.size)] = n[rows][row_of]
+    row_of, round_of, type_of = np.nonzero(mask)
+    columns = np.arange(x.size)
+
+    def sparse(values: NDArray[Any], at: NDArray[np.int64], height: int) -> Any:
+        return csr_matrix((values, (at, columns)), shape=(height, x.size))
+
+    gain_matrix = sparse(a[rows][mask], row_of, rows.size)
+    supply_matrix = sparse(n[rows][row_of], round_of * types + type_of, rounds * types)
+    # one gang per job and round: a row per (job, round) with a purchasable entry
+    slots, slot_of = np.unique(row_of * rounds + round_of, return_inverse=True)
+    slot_matrix = sparse(np.ones(x.size), slot_of, slots.size)
     u = c[rows] + gain_matrix @ x
-    constraints = [x >= 0, x <= 1, supply_matrix @ x <= g]
+    constraints = [x >= 0, slot_matrix @ x <= 1, supply_matrix @ x <= g.reshape(-1)]
     capped = np.isfinite(ubar[rows])
     if capped.any():
         constraints.append(u[np.flatnonzero(capped)] <= ubar[rows][capped])

@@ -93,6 +93,15 @@ def register(subparsers: Any) -> None:
         default=1000,
         help="skip Clarabel above this many jobs (default 1000: it takes minutes at 10,000)",
     )
+    table.add_argument(
+        "--types",
+        type=int,
+        default=None,
+        metavar="K",
+        help="instead: the market on K GPU types against the same jobs on one type (cold to "
+        "1e-6, solved in alternation, their ratio) and against Clarabel (default sizes "
+        "500:20,1000:20)",
+    )
     which = table.add_mutually_exclusive_group()
     which.add_argument("--no-policy", action="store_true", help="skip the policy warm starts")
     which.add_argument(
@@ -241,6 +250,27 @@ def _market(args: argparse.Namespace) -> int:
         raise UsageError(f"--repeats {repeats}: expected at least 1")
     machine = market_table.machine()
     document: dict[str, Any] = {"suite": "market", "shockwave": __version__, "machine": machine}
+    if args.types is not None:
+        from shockwave.market import MAX_TYPES
+
+        if not 2 <= args.types <= MAX_TYPES:
+            raise UsageError(f"--types {args.types}: expected 2 to {MAX_TYPES} GPU types")
+        if args.policy_only:
+            raise UsageError("--types: the table with GPU types has no policy part")
+        typed_sizes = _pairs(args.sizes, "--sizes") if args.sizes else market_table.TYPED_SIZES
+        if args.quick:
+            typed_sizes = [(100, 20)]
+        records = market_table.typed_records(
+            typed_sizes,
+            args.types,
+            clarabel_max_jobs=args.clarabel_max_jobs,
+            repeats=repeats,
+        )
+        document["types"] = records
+        text = market_table.typed_table(records, machine)
+        print(text, flush=True)
+        _write(args, document, text)
+        return 0
     parts = []
     if not args.policy_only:
         records = market_table.solver_records(

@@ -14,6 +14,17 @@ See ``docs/testing.md`` for a worked example.
 from __future__ import annotations
 
 from shockwave.testing.equilibrium import check_equilibrium
-from shockwave.testing.markets import Market, next_round_market, random_market
+from shockwave.testing.markets import (
+    Market,
+    next_round_market,
+    random_market,
+    random_typed_market,
+)
 
-__all__ = ["Market", "check_equilibrium", "next_round_market", "random_market"]
+__all__ = [
+    "Market",
+    "check_equilibrium",
+    "next_round_market",
+    "random_market",
+    "random_typed_market",
+]

@@ -6,9 +6,12 @@
   ``[0, 0.9)``, valuations growing slowly over the window (batch sizes grow), ceilings at 1,
   budgets ``3^k`` for ``k`` in 0..5, gangs of 1, 2, 4 or 8 GPUs, a third of the requested GPUs
   available;
+* :func:`random_typed_market`: the same jobs on ``K`` GPU types (each next type slower, by a
+  factor that differs by job, as GPU generations do), the GPUs split over the types;
 * :func:`next_round_market`: the same market one round later, after the plan's first round ran;
 * :class:`MarketRecipe`: a reproducible random market with every feature the solver handles
-  (varying supply, jobs with nothing to gain, progress, budgets spanning ``3^12``, ceilings).
+  (varying supply, jobs with nothing to gain, progress, budgets spanning ``3^12``, ceilings, GPU
+  types).
 """
 
 from __future__ import annotations
@@ -22,12 +25,20 @@ from numpy.typing import NDArray
 from shockwave.market import MarketSolution, solve
 from shockwave.testing.equilibrium import check_equilibrium
 
-__all__ = ["Market", "MarketRecipe", "next_round_market", "random_market"]
+__all__ = [
+    "Market",
+    "MarketRecipe",
+    "next_round_market",
+    "random_market",
+    "random_typed_market",
+    "type_speeds",
+]
 
 
 @dataclass(frozen=True)
 class Market:
-    """Inputs of :func:`shockwave.market.solve` (see its documentation for units)."""
+    """Inputs of :func:`shockwave.market.solve` (see its documentation for units): ``(N, T)``
+    valuations and ``(T,)`` supply, or ``(N, T, K)`` and ``(T, K)`` on ``K`` GPU types."""
 
     valuations: NDArray[np.float64]
     gang_sizes: NDArray[np.int64]
@@ -43,6 +54,11 @@ class Market:
     @property
     def rounds(self) -> int:
         return int(self.valuations.shape[1])
+
+    @property
+    def types(self) -> int:
+        """GPU types ``K`` (1 for a market given as ``(N, T)``)."""
+        return int(self.valuations.shape[2]) if self.valuations.ndim == 3 else 1
 
     def solve(self, **settings: Any) -> MarketSolution:
         """:func:`shockwave.market.solve` on this market (``settings``: its keyword
@@ -92,10 +108,30 @@ def random_market(jobs: int, rounds: int, seed: int) -> Market:
     return Market(valuations, gangs.astype(np.int64), supply, budgets, progress, np.ones(jobs))
 
 
+def type_speeds(jobs: int, types: int, seed: int) -> NDArray[np.float64]:
+    """``(jobs, types)`` speeds relative to type 0 (the fastest): each next type slower by a
+    factor drawn per job in ``[0.35, 0.85]`` (GPU generations speed models up differently)."""
+    rng = np.random.default_rng([seed, types])
+    steps = rng.uniform(0.35, 0.85, (jobs, max(types - 1, 0)))
+    return np.concatenate([np.ones((jobs, 1)), np.cumprod(steps, axis=1)], axis=1)
+
+
+def random_typed_market(jobs: int, rounds: int, types: int, seed: int) -> Market:
+    """The jobs of ``random_market(jobs, rounds, seed)`` on ``types`` GPU types: valuations
+    scaled by :func:`type_speeds`, the recipe's GPUs split evenly over the types (at least 8 of
+    each per round, so every gang fits every type)."""
+    one = random_market(jobs, rounds, seed)
+    valuations = one.valuations[:, :, None] * type_speeds(jobs, types, seed)[:, None, :]
+    each = max(8.0, float(np.floor(one.supply[0] / types)))
+    return replace(one, valuations=valuations, supply=np.full((rounds, types), each))
+
+
 def next_round_market(market: Market, first_round_shares: NDArray[np.float64]) -> Market:
     """The market one round later: each job progressed by what it ran of round 0 (capped below
-    its ceiling), and the window moved on (the new last round repeats the old last one)."""
-    gained = market.valuations[:, 0] * first_round_shares
+    its ceiling), and the window moved on (the new last round repeats the old last one).
+    ``first_round_shares``: ``(N,)``, or ``(N, K)`` with GPU types."""
+    first = market.valuations[:, 0] * first_round_shares
+    gained = first.sum(axis=1) if first.ndim == 2 else first
     progress = np.minimum(market.progress + gained, 0.99 * market.ceilings)
     valuations = np.concatenate([market.valuations[:, 1:], market.valuations[:, -1:]], axis=1)
     return replace(market, valuations=valuations, progress=progress)
@@ -114,6 +150,10 @@ class MarketRecipe:
         progress: jobs start with progress in ``[0, 0.95)`` (otherwise 0).
         budget_spread: budgets ``3^k``, ``k`` in 0..12 (otherwise all 1).
         ceilings: ceilings at 1 (otherwise none: ``inf``).
+        types: GPU types ``K``; above 1 the market is ``(N, T, K)``: valuations scaled by
+            :func:`type_speeds`, the GPUs split unevenly over the types, and some types out of
+            reach of some jobs (a gang larger than the type's supply, or no speed-up measured
+            there: valuation 0).
     """
 
     jobs: int
@@ -124,6 +164,7 @@ class MarketRecipe:
     progress: bool = False
     budget_spread: bool = False
     ceilings: bool = True
+    types: int = 1
 
     def build(self) -> Market:
         """The market: gangs of 1, 2, 4 or 8 GPUs, a third of the requested GPUs (at least 8)
@@ -146,4 +187,16 @@ class MarketRecipe:
             else np.ones(jobs)
         )
         ceilings = np.ones(jobs) if self.ceilings else np.full(jobs, np.inf)
-        return Market(valuations, gangs.astype(np.int64), supply, budgets, progress, ceilings)
+        market = Market(valuations, gangs.astype(np.int64), supply, budgets, progress, ceilings)
+        return market if self.types == 1 else self._typed(market)
+
+    def _typed(self, market: Market) -> Market:
+        """``market`` on ``types`` GPU types (its own draws: the one-type market is unchanged)."""
+        jobs, rounds, types = market.jobs, market.rounds, self.types
+        rng = np.random.default_rng([self.seed, types])
+        valuations = market.valuations[:, :, None] * type_speeds(jobs, types, self.seed)[:, None]
+        valuations[rng.random((jobs, 1, types)).repeat(rounds, axis=1) < 0.1] = 0.0
+        share = rng.dirichlet(np.ones(types))
+        supply = np.maximum(1.0, np.round(market.supply[:, None] * share[None, :]))
+        supply[:, int(np.argmax(share))] = np.maximum(supply[:, int(np.argmax(share))], 8.0)
+        return replace(market, valuations=valuations, supply=supply)

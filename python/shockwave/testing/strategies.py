@@ -1,12 +1,16 @@
 """Hypothesis strategies for markets and workloads (needs ``hypothesis``:
 ``pip install 'shockwave[testing]'``).
 
-* :func:`markets`: random markets with every feature the solver handles (:class:`MarketRecipe`);
+* :func:`markets`: random markets with every feature the solver handles (:class:`MarketRecipe`),
+  on one GPU type or, with ``max_types``, several;
 * :func:`policy_markets`: markets of the Shockwave policy's shape (the benchmark recipe,
-  :func:`~shockwave.testing.random_market`), optionally one round later;
+  :func:`~shockwave.testing.random_market`, or with ``types`` its jobs on several GPU types,
+  :func:`~shockwave.testing.random_typed_market`), optionally one round later;
 * :func:`degenerate_markets`: the corner cases the solver's own tests pin (an empty market, a lone
   job, jobs with nothing to gain, zero budgets, jobs at their ceiling, gangs too large for some
-  rounds, identical jobs, budgets spanning ``3^12``, a one-round Fisher market);
+  rounds, identical jobs, budgets spanning ``3^12``, a one-round Fisher market; with
+  ``max_types``, also GPU types: a free type, a type too small for every gang, types nobody
+  values, identical types);
 * :func:`workloads`: small workloads of static jobs for the simulator.
 
 Every strategy draws a :class:`~shockwave.testing.Market` (or a
@@ -29,17 +33,35 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "shockwave.testing.strategies needs hypothesis: pip install 'shockwave[testing]'"
     ) from exc
 
-from shockwave.testing.markets import Market, MarketRecipe, next_round_market, random_market
+from shockwave.testing.markets import (
+    Market,
+    MarketRecipe,
+    next_round_market,
+    random_market,
+    random_typed_market,
+)
 from shockwave.workload import Job, Workload
 
-__all__ = ["DEGENERATE", "degenerate_markets", "markets", "policy_markets", "workloads"]
+__all__ = [
+    "DEGENERATE",
+    "TYPED_PREFIX",
+    "degenerate_markets",
+    "markets",
+    "policy_markets",
+    "workloads",
+]
 
 FloatArray = NDArray[np.float64]
 
 
-def markets(*, max_jobs: int = 25, max_rounds: int = 8) -> st.SearchStrategy[Market]:
-    """Random markets of 1 to ``max_jobs`` jobs and 1 to ``max_rounds`` rounds, each feature of
-    :class:`MarketRecipe` drawn on or off."""
+def markets(
+    *, max_jobs: int = 25, max_rounds: int = 8, min_types: int = 1, max_types: int = 1
+) -> st.SearchStrategy[Market]:
+    """Random markets of 1 to ``max_jobs`` jobs, 1 to ``max_rounds`` rounds and ``min_types``
+    to ``max_types`` GPU types (a market of more than one type is ``(N, T, K)``, even ``K = 1``
+    is ``(N, T)``), each feature of :class:`MarketRecipe` drawn on or off."""
+    if not 1 <= min_types <= max_types:
+        raise ValueError(f"expected 1 <= min_types <= max_types, got {min_types}, {max_types}")
     return st.builds(
         MarketRecipe,
         jobs=st.integers(1, max_jobs),
@@ -50,21 +72,28 @@ def markets(*, max_jobs: int = 25, max_rounds: int = 8) -> st.SearchStrategy[Mar
         progress=st.booleans(),
         budget_spread=st.booleans(),
         ceilings=st.booleans(),
+        types=st.integers(min_types, max_types) if max_types > 1 else st.just(1),
     ).map(MarketRecipe.build)
 
 
 def policy_markets(
-    *, max_jobs: int = 60, rounds: int = 20, next_round: bool = True
+    *, max_jobs: int = 60, rounds: int = 20, next_round: bool = True, types: int = 1
 ) -> st.SearchStrategy[Market]:
     """Markets of the Shockwave policy's shape (:func:`~shockwave.testing.random_market`):
-    nearly interchangeable rounds, progress, ceilings at 1, budgets ``3^k``. With
+    nearly interchangeable rounds, progress, ceilings at 1, budgets ``3^k``; with ``types`` above
+    1 the same jobs on that many GPU types (:func:`~shockwave.testing.random_typed_market`). With
     ``next_round``, sometimes the same market one round later (after an even plan's first
     round), as a receding-horizon scheduler sees it."""
 
     def build(jobs: int, seed: int, later: bool) -> Market:
-        market = random_market(jobs, rounds, seed)
+        market = (
+            random_market(jobs, rounds, seed)
+            if types == 1
+            else random_typed_market(jobs, rounds, types, seed)
+        )
         if later:
-            market = next_round_market(market, np.full(jobs, 0.5))
+            first = np.full((jobs, types), 0.5 / types) if types > 1 else np.full(jobs, 0.5)
+            market = next_round_market(market, first)
         return market
 
     return st.builds(
@@ -134,6 +163,41 @@ def _wide_budgets() -> Market:
     return _with(market, budgets=budgets)
 
 
+def _free_type() -> Market:
+    """Three GPU types, the slowest with room for everyone (its price is 0)."""
+    market = random_typed_market(30, 6, 3, 7)
+    supply = market.supply.copy()
+    supply[:, 2] = float(market.gang_sizes.sum())
+    return _with(market, supply=supply)
+
+
+def _type_too_small() -> Market:
+    """A type of one GPU per round: only one-GPU gangs can use it."""
+    market = random_typed_market(30, 6, 2, 8)
+    supply = market.supply.copy()
+    supply[:, 1] = 1.0
+    return _with(market, supply=supply)
+
+
+def _type_nobody_values() -> Market:
+    """A type no job gains anything on (valuations 0): the one-type market in disguise."""
+    market = random_typed_market(30, 6, 2, 9)
+    valuations = market.valuations.copy()
+    valuations[:, :, 1] = 0.0
+    return _with(market, valuations=valuations)
+
+
+def _identical_types() -> Market:
+    """Two types every job values alike: jobs are indifferent between them."""
+    market = random_market(30, 6, 10)
+    valuations = np.repeat(market.valuations[:, :, None], 2, axis=2)
+    supply = np.repeat(market.supply[:, None] / 2, 2, axis=1).round().clip(min=8.0)
+    return _with(market, valuations=valuations, supply=supply)
+
+
+#: The names of :data:`DEGENERATE`'s markets with GPU types begin with this.
+TYPED_PREFIX = "GPU types: "
+
 #: The corner cases of :func:`degenerate_markets`, by name.
 DEGENERATE: dict[str, Callable[[], Market]] = {
     "empty": _empty,
@@ -146,12 +210,28 @@ DEGENERATE: dict[str, Callable[[], Market]] = {
     "gangs too large for some rounds": _gangs_too_large,
     "identical jobs": _identical_jobs,
     "budgets spanning 3^12": _wide_budgets,
+    "GPU types: a free type": _free_type,
+    "GPU types: a type too small for most gangs": _type_too_small,
+    "GPU types: a type nobody values": _type_nobody_values,
+    "GPU types: identical types": _identical_types,
 }
 
 
-def degenerate_markets() -> st.SearchStrategy[Market]:
-    """The corner cases of :data:`DEGENERATE` (the markets the solver's own tests pin)."""
-    return st.sampled_from(sorted(DEGENERATE)).map(lambda name: DEGENERATE[name]())
+def degenerate_markets(*, max_types: int = 1) -> st.SearchStrategy[Market]:
+    """The corner cases of :data:`DEGENERATE` (the markets the solver's own tests pin): those of
+    one GPU type (``(N, T)`` valuations), and with ``max_types`` above 1 also those of 2 to
+    ``max_types`` types (``(N, T, K)``)."""
+    if max_types < 1:
+        raise ValueError(f"expected max_types >= 1, got {max_types}")
+    names = [
+        name for name in sorted(DEGENERATE) if max_types > 1 or not name.startswith(TYPED_PREFIX)
+    ]
+
+    def build(name: str) -> Market:
+        return DEGENERATE[name]()
+
+    drawn = st.sampled_from(names).map(build)
+    return drawn.filter(lambda m: m.types <= max_types) if max_types > 1 else drawn
 
 
 def workloads(

@@ -72,7 +72,7 @@ fn main() {
                 };
                 let (cold_s, cold) = timed(&m, &settings, None, repeats);
                 let next = m.next_round(&cold);
-                let bids = match shift_bids(&cold.bids, jobs, rounds, 1) {
+                let bids = match shift_bids(&cold.bids, jobs, rounds, 1, 1) {
                     Ok(b) => b,
                     Err(e) => {
                         eprintln!("{e}");

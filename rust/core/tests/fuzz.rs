@@ -59,6 +59,7 @@ fn any_float() -> impl Strategy<Value = f64> + Clone {
 struct Market {
     jobs: usize,
     rounds: usize,
+    types: usize,
     valuations: Vec<f64>,
     gangs: Vec<u32>,
     supply: Vec<f64>,
@@ -67,12 +68,32 @@ struct Market {
     ceilings: Vec<f64>,
 }
 
+/// Markets of 1 to 5 jobs and rounds and 1 to 3 GPU types.
 fn market(values: impl Strategy<Value = f64> + Clone) -> impl Strategy<Value = Market> {
-    (1_usize..6, 1_usize..6).prop_flat_map(move |(jobs, rounds)| {
+    (
+        1_usize..6,
+        1_usize..6,
+        prop_oneof![3 => Just(1_usize), 1 => 2_usize..4],
+    )
+        .prop_flat_map(move |(jobs, rounds, types)| {
+            typed_market(values.clone(), jobs, rounds, types)
+        })
+}
+
+fn typed_market(
+    values: impl Strategy<Value = f64> + Clone,
+    jobs: usize,
+    rounds: usize,
+    types: usize,
+) -> impl Strategy<Value = Market> {
+    {
         (
-            prop::collection::vec(values.clone(), jobs * rounds),
+            prop::collection::vec(values.clone(), jobs * rounds * types),
             prop::collection::vec(0_u32..5, jobs),
-            prop::collection::vec(prop_oneof![Just(4.0), 0.0..8.0f64, values.clone()], rounds),
+            prop::collection::vec(
+                prop_oneof![Just(4.0), 0.0..8.0f64, values.clone()],
+                rounds * types,
+            ),
             prop::collection::vec(values.clone(), jobs),
             prop::collection::vec(prop_oneof![Just(0.0), 0.0..1.0f64, values.clone()], jobs),
             prop::collection::vec(
@@ -84,6 +105,7 @@ fn market(values: impl Strategy<Value = f64> + Clone) -> impl Strategy<Value = M
                 move |(valuations, gangs, supply, budgets, progress, ceilings)| Market {
                     jobs,
                     rounds,
+                    types,
                     valuations,
                     gangs,
                     supply,
@@ -92,7 +114,7 @@ fn market(values: impl Strategy<Value = f64> + Clone) -> impl Strategy<Value = M
                     ceilings,
                 },
             )
-    })
+    }
 }
 
 impl Market {
@@ -100,6 +122,7 @@ impl Market {
         MarketProblem {
             jobs: self.jobs,
             rounds: self.rounds,
+            types: self.types,
             valuations: &self.valuations,
             gang_sizes: &self.gangs,
             supply: &self.supply,
@@ -126,13 +149,18 @@ fn check_sound(m: &Market, method: Method, warm: Option<&[f64]>) -> Result<(), T
     for &x in &sol.shares {
         prop_assert!((0.0..=1.0).contains(&x), "share {x}");
     }
-    for t in 0..m.rounds {
+    let k = m.types;
+    for slot in sol.shares.chunks_exact(k) {
+        let held: f64 = slot.iter().sum();
+        prop_assert!(held <= 1.0 + 1e-9, "{held} gangs in a round");
+    }
+    for g in 0..m.rounds * k {
         let used: f64 = (0..m.jobs)
-            .map(|i| f64::from(m.gangs[i]) * sol.shares[i * m.rounds + t])
+            .map(|i| f64::from(m.gangs[i]) * sol.shares[i * m.rounds * k + g])
             .sum();
         prop_assert!(
-            used <= m.supply[t] * (1.0 + 1e-9) + 1e-9,
-            "round {t} oversold"
+            used <= m.supply[g] * (1.0 + 1e-9) + 1e-9,
+            "good {g} oversold"
         );
     }
     // The status explains every answer: converged exactly when it says so.
@@ -158,7 +186,8 @@ proptest! {
     #[test]
     fn market_with_extreme_magnitudes(m in market(magnitude()), warm in prop::collection::vec(magnitude(), 25)) {
         check_sound(&m, Method::InteriorPoint, None)?;
-        let bids: Vec<f64> = (0..m.jobs * m.rounds).map(|k| warm[k % warm.len()]).collect();
+        let cells = m.jobs * m.rounds * m.types;
+        let bids: Vec<f64> = (0..cells).map(|k| warm[k % warm.len()]).collect();
         check_sound(&m, Method::InteriorPoint, Some(&bids))?;
     }
 
@@ -175,6 +204,7 @@ proptest! {
         let base = Market {
             jobs,
             rounds,
+            types: 1,
             valuations: (0..jobs * rounds).map(|k| seed[k % seed.len()]).collect(),
             gangs: vec![1; jobs],
             supply: vec![1.0; rounds],
@@ -211,21 +241,23 @@ proptest! {
     fn shift_and_rounding_never_panic(
         jobs in 0_usize..5,
         rounds in 0_usize..6,
+        types in 0_usize..4,
         elapsed in any::<usize>(),
         values in prop::collection::vec(any_float(), 36),
         gangs in prop::collection::vec(0_u32..6, 6),
         order in prop::collection::vec(any::<usize>(), 0..6),
     ) {
-        let cells = jobs * rounds;
+        let cells = jobs * rounds * types;
         let bids: Vec<f64> = (0..cells).map(|k| values[k % values.len()]).collect();
-        let _ = shift_bids(&bids, jobs, rounds, elapsed);
-        let _ = shift_bids(&bids, jobs + 1, rounds, elapsed);
+        let _ = shift_bids(&bids, jobs, rounds, types, elapsed);
+        let _ = shift_bids(&bids, jobs + 1, rounds, types, elapsed);
         let shares: Vec<f64> = bids.iter().map(|x| x.abs().min(1.0)).collect();
-        let supply: Vec<f64> = (0..rounds).map(|t| values[t].abs()).collect();
-        let deficit: Vec<f64> = (0..jobs).map(|i| values[i + 6]).collect();
+        let supply: Vec<f64> = (0..rounds * types).map(|t| values[t % 36].abs()).collect();
+        let deficit: Vec<f64> = (0..jobs * types).map(|i| values[(i + 6) % 36]).collect();
         let input = RoundingInput {
             jobs,
             rounds,
+            types,
             shares: &shares,
             gang_sizes: &gangs[..jobs],
             supply: &supply,

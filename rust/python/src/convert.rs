@@ -2,10 +2,7 @@
 //! that name the argument) and handing Rust-owned buffers to numpy without copying them.
 
 use numpy::ndarray::{Array2, Dimension};
-use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray, PyReadonlyArray1, PyReadonlyArray2,
-    PyUntypedArrayMethods,
-};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -19,17 +16,6 @@ pub(crate) fn contiguous<'a, T: numpy::Element, D: Dimension>(
     array
         .as_slice()
         .map_err(|_| input_error(argument, "must be a C-contiguous array"))
-}
-
-/// `(rows, columns)` of a 2-D array.
-pub(crate) fn dims<T: numpy::Element>(
-    array: &PyReadonlyArray2<'_, T>,
-    argument: &str,
-) -> BindingResult<(usize, usize)> {
-    match *array.shape() {
-        [rows, cols] => Ok((rows, cols)),
-        _ => Err(input_error(argument, "must be 2-D")),
-    }
 }
 
 /// A 1-D array's values, copied (for work that runs without the GIL).

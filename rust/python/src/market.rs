@@ -5,16 +5,24 @@
 //! C-contiguous). They are read in place; the core validates them and copies the valuations once
 //! into its own normalised form, after which the solve runs with the GIL released. The solution's
 //! arrays are the core's buffers handed to numpy (no copy), read-only.
+//!
+//! A market of one GPU type comes as `(N, T)` valuations and `(T,)` supply, one of `K` types as
+//! `(N, T, K)` and `(T, K)`; what comes back has the same form (shares and bids shaped like the
+//! valuations, prices like the supply).
 
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::ndarray::{ArrayD, IxDyn};
+use numpy::{
+    IntoPyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArrayDyn,
+    PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use shockwave_core::market::{
     round_schedule, shift_bids, MarketProblem, Method, PreparedMarket, RoundingInput,
-    SolverSettings, SolverStatus, MAX_INTERIOR_POINT_ROUNDS,
+    SolverSettings, SolverStatus, MAX_INTERIOR_POINT_ROUNDS, MAX_TYPES,
 };
 
-use crate::convert::{contiguous, dims, frozen_matrix, frozen_vector, gang_sizes_u32, matrix};
+use crate::convert::{contiguous, frozen_vector, gang_sizes_u32};
 use crate::errors::{input_error, BindingResult};
 use crate::guarded;
 
@@ -175,14 +183,16 @@ impl PySolverSettings {
 /// status (documented in `shockwave.market`).
 #[pyclass(name = "MarketSolution", module = "shockwave._core", frozen, get_all)]
 pub struct PyMarketSolution {
-    /// `(N, T)` fraction of round `t` during which job `i` holds its gang (feasible).
-    shares: Py<PyArray2<f64>>,
-    /// `(T,)` price of one GPU for one round, in budget units.
-    prices: Py<PyArray1<f64>>,
-    /// `(N,)` `u_i = c_i + sum_t a_it x_it` of the shares.
+    /// `(N, T)` or `(N, T, K)`: fraction of round `t` during which job `i` holds its gang (of
+    /// type `k`) (feasible).
+    shares: Py<PyArrayDyn<f64>>,
+    /// `(T,)` or `(T, K)`: price of one GPU (of type `k`) for one round, in budget units.
+    prices: Py<PyArrayDyn<f64>>,
+    /// `(N,)` `u_i = c_i + sum a x` of the shares.
     utilities: Py<PyArray1<f64>>,
-    /// `(N, T)` proportional-response bids at this equilibrium (the next solve's warm start).
-    bids: Py<PyArray2<f64>>,
+    /// Shaped like `shares`: proportional-response bids at this equilibrium (the next solve's
+    /// warm start).
+    bids: Py<PyArrayDyn<f64>>,
     /// `sum_i w_i log u_i` over the jobs in the objective.
     objective: f64,
     /// The dual bound at the prices (`>= objective`).
@@ -201,30 +211,107 @@ pub struct PyMarketSolution {
     status: PySolverStatus,
     /// Jobs `N` (rows).
     jobs: usize,
-    /// Rounds `T` in the planning window (columns).
+    /// Rounds `T` in the planning window.
     rounds: usize,
+    /// GPU types `K` (1 for a market given as `(N, T)`).
+    types: usize,
 }
 
-/// A 2-D float64 array argument as a read-only copy, checked against `shape` where given.
-fn owned_matrix(
-    py: Python<'_>,
-    array: &PyReadonlyArray2<'_, f64>,
+/// `(jobs, rounds, types)` of a 2-D `(N, T)` (one type) or 3-D `(N, T, K)` array argument.
+fn market_shape<T: numpy::Element>(
+    array: &PyReadonlyArrayDyn<'_, T>,
     argument: &str,
-    shape: Option<(usize, usize)>,
-) -> BindingResult<Py<PyArray2<f64>>> {
-    let (rows, cols) = dims(array, argument)?;
-    if let Some(expected) = shape {
-        if (rows, cols) != expected {
-            return Err(input_error(
-                argument,
-                format!("expected shape {expected:?}, got ({rows}, {cols})"),
-            ));
-        }
+) -> BindingResult<(usize, usize, usize)> {
+    match *array.shape() {
+        [jobs, rounds] => Ok((jobs, rounds, 1)),
+        [jobs, rounds, types] => Ok((jobs, rounds, types)),
+        ref other => Err(input_error(
+            argument,
+            format!(
+                "expected a 2-D (jobs, rounds) or 3-D (jobs, rounds, types) array, got {}-D",
+                other.len()
+            ),
+        )),
     }
-    Ok(frozen_matrix(
+}
+
+/// The shape of a market's per-good array (`(T,)` for a 2-D market, `(T, K)` for a 3-D one),
+/// and `shape` with `jobs` in front.
+fn good_shape(rounds: usize, types: usize, typed: bool) -> Vec<usize> {
+    if typed {
+        vec![rounds, types]
+    } else {
+        vec![rounds]
+    }
+}
+
+/// `array`'s shape must be `expected`.
+fn check_shape<T: numpy::Element>(
+    array: &PyReadonlyArrayDyn<'_, T>,
+    argument: &str,
+    expected: &[usize],
+) -> BindingResult<()> {
+    if array.shape() == expected {
+        Ok(())
+    } else {
+        Err(input_error(
+            argument,
+            format!(
+                "expected shape {}, got {}",
+                shape_text(expected),
+                shape_text(array.shape())
+            ),
+        ))
+    }
+}
+
+/// A shape as Python writes it: `(3,)`, `(3, 4)`.
+fn shape_text(shape: &[usize]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// A Rust buffer as a numpy array of `shape` (the buffer moves; no copy).
+fn array<'py, T: numpy::Element>(
+    py: Python<'py>,
+    shape: &[usize],
+    data: Vec<T>,
+) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+    ArrayD::from_shape_vec(IxDyn(shape), data)
+        .map(|array| array.into_pyarray(py))
+        .map_err(|e| crate::errors::internal_error(py, format!("internal shape error: {e}")))
+}
+
+/// [`array`], read-only (for the fields of a result object, which hands out the same array on
+/// every access).
+fn frozen(py: Python<'_>, shape: &[usize], data: Vec<f64>) -> PyResult<Py<PyArrayDyn<f64>>> {
+    let array = array(py, shape, data)?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("write", false)?;
+    array.call_method("setflags", (), Some(&kwargs))?;
+    Ok(array.unbind())
+}
+
+/// A float64 array argument of `shape` as a read-only copy.
+fn owned_array(
+    py: Python<'_>,
+    array: &PyReadonlyArrayDyn<'_, f64>,
+    argument: &str,
+    shape: &[usize],
+) -> BindingResult<Py<PyArrayDyn<f64>>> {
+    check_shape(array, argument, shape)?;
+    Ok(frozen(
         py,
-        rows,
-        cols,
+        shape,
         array.as_array().iter().copied().collect(),
     )?)
 }
@@ -236,10 +323,11 @@ fn owned_vector(
     argument: &str,
     length: usize,
 ) -> BindingResult<Py<PyArray1<f64>>> {
-    if array.len()? != length {
+    let got = array.as_array().len();
+    if got != length {
         return Err(input_error(
             argument,
-            format!("expected shape ({length},), got ({},)", array.len()?),
+            format!("expected shape ({length},), got ({got},)"),
         ));
     }
     Ok(frozen_vector(
@@ -260,10 +348,10 @@ impl PyMarketSolution {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        shares: PyReadonlyArray2<'_, f64>,
-        prices: PyReadonlyArray1<'_, f64>,
+        shares: PyReadonlyArrayDyn<'_, f64>,
+        prices: PyReadonlyArrayDyn<'_, f64>,
         utilities: PyReadonlyArray1<'_, f64>,
-        bids: PyReadonlyArray2<'_, f64>,
+        bids: PyReadonlyArrayDyn<'_, f64>,
         objective: f64,
         dual_bound: f64,
         gap: f64,
@@ -274,7 +362,8 @@ impl PyMarketSolution {
         status: PySolverStatus,
     ) -> PyResult<Self> {
         guarded(|| {
-            let (jobs, rounds) = dims(&shares, "shares")?;
+            let (jobs, rounds, types) = market_shape(&shares, "shares")?;
+            let typed = shares.ndim() == 3;
             if converged != (status == PySolverStatus::Converged) {
                 return Err(input_error(
                     "converged",
@@ -290,11 +379,12 @@ impl PyMarketSolution {
                     ),
                 ));
             }
+            let shape = shares.shape().to_vec();
             Ok(Self {
-                shares: owned_matrix(py, &shares, "shares", None)?,
-                prices: owned_vector(py, &prices, "prices", rounds)?,
+                shares: owned_array(py, &shares, "shares", &shape)?,
+                prices: owned_array(py, &prices, "prices", &good_shape(rounds, types, typed))?,
                 utilities: owned_vector(py, &utilities, "utilities", jobs)?,
-                bids: owned_matrix(py, &bids, "bids", Some((jobs, rounds)))?,
+                bids: owned_array(py, &bids, "bids", &shape)?,
                 objective,
                 dual_bound,
                 gap,
@@ -305,6 +395,7 @@ impl PyMarketSolution {
                 status,
                 jobs,
                 rounds,
+                types,
             })
         })
     }
@@ -315,7 +406,7 @@ impl PyMarketSolution {
         &self,
         py: Python<'py>,
         rounds: i64,
-    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
         guarded(|| {
             let elapsed = usize::try_from(rounds).map_err(|_| {
                 input_error(
@@ -324,8 +415,15 @@ impl PyMarketSolution {
                 )
             })?;
             let bids = self.bids.bind(py).readonly();
-            let shifted = shift_bids(contiguous(&bids, "bids")?, self.jobs, self.rounds, elapsed)?;
-            Ok(matrix(py, self.jobs, self.rounds, shifted)?)
+            let shape = bids.shape().to_vec();
+            let shifted = shift_bids(
+                contiguous(&bids, "bids")?,
+                self.jobs,
+                self.rounds,
+                self.types,
+                elapsed,
+            )?;
+            Ok(array(py, &shape, shifted)?)
         })
     }
 
@@ -351,8 +449,13 @@ impl PyMarketSolution {
     }
 
     fn __repr__(&self) -> String {
+        let types = if self.types == 1 {
+            String::new()
+        } else {
+            format!(", types={}", self.types)
+        };
         format!(
-            "MarketSolution(jobs={}, rounds={}, status={}, gap={:e}, iterations={})",
+            "MarketSolution(jobs={}, rounds={}{types}, status={}, gap={:e}, iterations={})",
             self.jobs,
             self.rounds,
             self.status.core().name(),
@@ -368,21 +471,25 @@ impl PyMarketSolution {
 #[allow(clippy::too_many_arguments)]
 fn solve_market(
     py: Python<'_>,
-    valuations: PyReadonlyArray2<'_, f64>,
+    valuations: PyReadonlyArrayDyn<'_, f64>,
     gang_sizes: PyReadonlyArray1<'_, i64>,
-    supply: PyReadonlyArray1<'_, f64>,
+    supply: PyReadonlyArrayDyn<'_, f64>,
     budgets: PyReadonlyArray1<'_, f64>,
     progress: PyReadonlyArray1<'_, f64>,
     ceilings: PyReadonlyArray1<'_, f64>,
     settings: PySolverSettings,
-    warm_start: Option<PyReadonlyArray2<'_, f64>>,
+    warm_start: Option<PyReadonlyArrayDyn<'_, f64>>,
 ) -> PyResult<PyMarketSolution> {
     guarded(|| {
-        let (jobs, rounds) = dims(&valuations, "valuations")?;
+        let (jobs, rounds, types) = market_shape(&valuations, "valuations")?;
+        let typed = valuations.ndim() == 3;
+        let goods_shape = good_shape(rounds, types, typed);
+        check_shape(&supply, "supply", &goods_shape)?;
         let gangs = gang_sizes_u32(contiguous(&gang_sizes, "gang_sizes")?)?;
         let problem = MarketProblem {
             jobs,
             rounds,
+            types,
             valuations: contiguous(&valuations, "valuations")?,
             gang_sizes: &gangs,
             supply: contiguous(&supply, "supply")?,
@@ -391,17 +498,10 @@ fn solve_market(
             ceilings: contiguous(&ceilings, "ceilings")?,
         };
         let market = PreparedMarket::new(&problem)?;
+        let shape = valuations.shape().to_vec();
         let warm: Option<Vec<f64>> = match &warm_start {
             Some(bids) => {
-                if dims(bids, "warm_start")? != (jobs, rounds) {
-                    return Err(input_error(
-                        "warm_start",
-                        format!(
-                            "expected shape ({jobs}, {rounds}), got {:?}",
-                            dims(bids, "warm_start")?
-                        ),
-                    ));
-                }
+                check_shape(bids, "warm_start", &shape)?;
                 Some(contiguous(bids, "warm_start")?.to_vec())
             }
             None => None,
@@ -409,10 +509,10 @@ fn solve_market(
         let settings = settings.inner;
         let solution = py.detach(|| market.solve(&settings, warm.as_deref()))?;
         Ok(PyMarketSolution {
-            shares: frozen_matrix(py, jobs, rounds, solution.shares)?,
-            prices: frozen_vector(py, solution.prices)?,
+            shares: frozen(py, &shape, solution.shares)?,
+            prices: frozen(py, &goods_shape, solution.prices)?,
             utilities: frozen_vector(py, solution.utilities)?,
-            bids: frozen_matrix(py, jobs, rounds, solution.bids)?,
+            bids: frozen(py, &shape, solution.bids)?,
             objective: solution.objective,
             dual_bound: solution.dual_bound,
             gap: solution.gap,
@@ -423,21 +523,24 @@ fn solve_market(
             status: solution.status.into(),
             jobs,
             rounds,
+            types,
         })
     })
 }
 
-/// Shift `(jobs, rounds)` bids `elapsed` rounds forward (see `shockwave.market.shift_bids`).
+/// Shift `(jobs, rounds)` or `(jobs, rounds, types)` bids `elapsed` rounds forward (see
+/// `shockwave.market.shift_bids`).
 #[pyfunction]
 fn shift_market_bids<'py>(
     py: Python<'py>,
-    bids: PyReadonlyArray2<'py, f64>,
+    bids: PyReadonlyArrayDyn<'py, f64>,
     elapsed: usize,
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
+) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
     guarded(|| {
-        let (jobs, rounds) = dims(&bids, "bids")?;
-        let shifted = shift_bids(contiguous(&bids, "bids")?, jobs, rounds, elapsed)?;
-        Ok(matrix(py, jobs, rounds, shifted)?)
+        let (jobs, rounds, types) = market_shape(&bids, "bids")?;
+        let shape = bids.shape().to_vec();
+        let shifted = shift_bids(contiguous(&bids, "bids")?, jobs, rounds, types, elapsed)?;
+        Ok(array(py, &shape, shifted)?)
     })
 }
 
@@ -446,14 +549,20 @@ fn shift_market_bids<'py>(
 #[pyo3(signature = (shares, gang_sizes, supply, backfill_order=None, deficit=None))]
 fn round_market_schedule<'py>(
     py: Python<'py>,
-    shares: PyReadonlyArray2<'py, f64>,
+    shares: PyReadonlyArrayDyn<'py, f64>,
     gang_sizes: PyReadonlyArray1<'py, i64>,
-    supply: PyReadonlyArray1<'py, f64>,
+    supply: PyReadonlyArrayDyn<'py, f64>,
     backfill_order: Option<PyReadonlyArray1<'py, i64>>,
-    deficit: Option<PyReadonlyArray1<'py, f64>>,
-) -> PyResult<Bound<'py, PyArray2<bool>>> {
+    deficit: Option<PyReadonlyArrayDyn<'py, f64>>,
+) -> PyResult<Bound<'py, PyArrayDyn<bool>>> {
     guarded(|| {
-        let (jobs, rounds) = dims(&shares, "shares")?;
+        let (jobs, rounds, types) = market_shape(&shares, "shares")?;
+        let typed = shares.ndim() == 3;
+        check_shape(&supply, "supply", &good_shape(rounds, types, typed))?;
+        if let Some(d) = &deficit {
+            let expected = if typed { vec![jobs, types] } else { vec![jobs] };
+            check_shape(d, "deficit", &expected)?;
+        }
         let gangs = gang_sizes_u32(contiguous(&gang_sizes, "gang_sizes")?)?;
         let order: Option<Vec<usize>> = match &backfill_order {
             Some(order) => Some(
@@ -481,14 +590,20 @@ fn round_market_schedule<'py>(
         let input = RoundingInput {
             jobs,
             rounds,
+            types,
             shares: &shares,
             gang_sizes: &gangs,
             supply: &supply,
             backfill_order: order.as_deref(),
             deficit: deficit.as_deref(),
         };
+        let shape = if typed {
+            vec![jobs, rounds, types]
+        } else {
+            vec![jobs, rounds]
+        };
         let schedule = py.detach(|| round_schedule(&input))?;
-        Ok(matrix(py, jobs, rounds, schedule)?)
+        Ok(array(py, &shape, schedule)?)
     })
 }
 
@@ -503,6 +618,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let methods: Vec<&str> = Method::ALL.iter().map(|method| method.name()).collect();
     m.add("SOLVER_METHODS", PyTuple::new(m.py(), methods)?)?;
     m.add("MAX_INTERIOR_POINT_ROUNDS", MAX_INTERIOR_POINT_ROUNDS)?;
+    m.add("MAX_TYPES", MAX_TYPES)?;
     m.add("MAX_ROUNDS", shockwave_core::limits::MAX_ROUNDS)?;
     Ok(())
 }

@@ -14,10 +14,21 @@
 //! buyer stops where its marginal value `w_i / u` falls to the price of utility `1 / r`, at the
 //! ceiling, or when it runs out of rounds. The gap `D(p) - P(x)` over the total budget bounds the
 //! budget-weighted mean log-utility shortfall of `x`: `sum_i w_i log(u*_i / u_i) / W <= gap`.
+//!
+//! With GPU types the goods are the pairs (round `t`, type `k`), with prices `p_tk`, and a job
+//! holds at most one gang per round, `sum_k x_itk <= 1`. Within a round, the cheapest way to gain
+//! utility mixes the types along the upper concave hull of the points (cost `n_i p_tk`, gain
+//! `a_itk`) and the origin: each hull segment is a piece of utility at a constant bang per buck,
+//! and the segments of one round come in decreasing bang per buck. So `phi_i` is the same walk
+//! over all the segments of all the rounds, in decreasing bang per buck (a free type gives its
+//! gain at once, the best free one per round). With one type every segment is a round's own point
+//! and the walk is the one above.
 
 use super::instance::Instance;
+use super::proportional_response::one_gang_per_round;
 
-/// Scale `x` to a feasible plan: oversold rounds are scaled down to their supply, then jobs past
+/// Scale `x` to a feasible plan: a job holding more than one gang in a round (over the types) has
+/// that round scaled down to one, oversold goods are scaled down to their supply, then jobs past
 /// their ceiling are scaled down to it. Writes the plan into `out` (entries clamped to `[0, 1]`)
 /// and the utilities into `u`; returns the objective `sum_b w_b log u_b` (normalised units).
 pub(crate) fn project_primal(
@@ -26,8 +37,35 @@ pub(crate) fn project_primal(
     out: &mut [f64],
     u: &mut [f64],
     demand: &mut [f64],
+    plan: &mut Vec<f64>,
 ) -> f64 {
-    let rounds = inst.rounds;
+    if inst.types > 1 {
+        // one gang per round first
+        plan.clear();
+        plan.extend(x.iter().map(|x| x.clamp(0.0, 1.0)));
+        for b in 0..inst.buyers() {
+            let range = inst.row(b);
+            one_gang_per_round(
+                &mut plan[range.clone()],
+                &inst.a[range],
+                inst.rounds,
+                inst.types,
+            );
+        }
+        return project_goods(inst, plan, out, u, demand);
+    }
+    project_goods(inst, x, out, u, demand)
+}
+
+/// [`project_primal`] after the one-gang-per-round step: goods, then ceilings.
+fn project_goods(
+    inst: &Instance,
+    x: &[f64],
+    out: &mut [f64],
+    u: &mut [f64],
+    demand: &mut [f64],
+) -> f64 {
+    let rounds = inst.goods();
     demand.fill(0.0);
     for b in 0..inst.buyers() {
         let n = inst.n[b];
@@ -68,14 +106,115 @@ pub(crate) fn project_primal(
 /// The dual bound `D(p)` (normalised units) for prices `p >= 0`.
 ///
 /// `order` is scratch space (reused, never reallocated once it holds a row).
-pub(crate) fn dual_bound(inst: &Instance, p: &[f64], order: &mut Vec<(u64, usize)>) -> f64 {
-    let mut bound: f64 = (0..inst.rounds)
+pub(crate) fn dual_bound(inst: &Instance, p: &[f64], scratch: &mut DualScratch) -> f64 {
+    let mut bound: f64 = (0..inst.goods())
         .map(|t| p[t].max(0.0) * inst.supply[t])
         .sum();
     for b in 0..inst.buyers() {
-        bound += buyer_dual(inst, b, p, order);
+        bound += if inst.types == 1 {
+            buyer_dual(inst, b, p, &mut scratch.order)
+        } else {
+            typed_buyer_dual(inst, b, p, scratch)
+        };
     }
     bound
+}
+
+/// Scratch space of the dual bound (reused, never reallocated once it holds a row).
+pub(crate) struct DualScratch {
+    /// `(sort key, segment)`: decreasing bang per buck.
+    order: Vec<(u64, usize)>,
+    /// The hull segments of a row, with types: `(gain, bang per buck)`.
+    segments: Vec<(f64, f64)>,
+    /// The priced types of a round, with types: `(cost, gain)`.
+    points: Vec<(f64, f64)>,
+}
+
+impl DualScratch {
+    pub fn new(inst: &Instance) -> Self {
+        Self {
+            order: Vec::with_capacity(inst.goods()),
+            segments: Vec::with_capacity(if inst.types > 1 { inst.goods() } else { 0 }),
+            points: Vec::with_capacity(inst.types),
+        }
+    }
+}
+
+/// `phi_b(p)` for one buyer of a market with GPU types: the walk of [`buyer_dual`] over the hull
+/// segments of every round (see the module documentation).
+fn typed_buyer_dual(inst: &Instance, b: usize, p: &[f64], scratch: &mut DualScratch) -> f64 {
+    let (w, n, ceil) = (inst.w[b], inst.n[b], inst.ceil[b]);
+    let (rounds, types) = (inst.rounds, inst.types);
+    let row = &inst.a[inst.row(b)];
+    let mut u = inst.c[b];
+    scratch.segments.clear();
+    for t in 0..rounds {
+        // the best free type is held whole; priced types count only beyond its gain
+        let mut free = 0.0f64;
+        for k in 0..types {
+            let (a, price) = (row[k * rounds + t], p[k * rounds + t].max(0.0) * n);
+            if a > 0.0 && price <= 0.0 {
+                free = free.max(a);
+            }
+        }
+        u += free;
+        let points = &mut scratch.points;
+        points.clear();
+        for k in 0..types {
+            let (a, price) = (row[k * rounds + t], p[k * rounds + t].max(0.0) * n);
+            if a > free && price > 0.0 {
+                points.push((price, a));
+            }
+        }
+        // The upper concave hull from (0, free): from the current corner, the point of the
+        // steepest slope (ties: the larger gain, which the smaller slopes then start from).
+        let (mut cost, mut gain) = (0.0, free);
+        loop {
+            let mut best: Option<(f64, f64, f64)> = None;
+            for &(c, a) in points.iter() {
+                if a > gain && c > cost {
+                    let slope = (a - gain) / (c - cost);
+                    let better = match best {
+                        None => true,
+                        Some((s, _, ba)) => slope > s || (slope == s && a > ba),
+                    };
+                    if better {
+                        best = Some((slope, c, a));
+                    }
+                }
+            }
+            let Some((slope, c, a)) = best else { break };
+            scratch.segments.push((a - gain, slope));
+            (cost, gain) = (c, a);
+        }
+    }
+    if u >= ceil {
+        return w * ceil.ln();
+    }
+    let order = &mut scratch.order;
+    order.clear();
+    for (s, &(_, ratio)) in scratch.segments.iter().enumerate() {
+        if ratio > 0.0 && w * ratio > u {
+            order.push((u64::MAX - ratio.to_bits(), s));
+        }
+    }
+    order.sort_unstable();
+    let mut spend = 0.0;
+    for &(key, s) in order.iter() {
+        let ratio = f64::from_bits(u64::MAX - key);
+        let wanted = w * ratio;
+        if wanted <= u {
+            break;
+        }
+        let reach = (u + scratch.segments[s].0).min(ceil);
+        let target = wanted.min(reach);
+        spend += (target - u) / ratio;
+        u = target;
+        if target < reach || u >= ceil {
+            break;
+        }
+    }
+    w * u.ln() - spend
 }
 
 /// `phi_b(p)` for one buyer.
@@ -143,7 +282,9 @@ pub(crate) struct Incumbent {
     candidate: Vec<f64>,
     candidate_u: Vec<f64>,
     demand: Vec<f64>,
-    order: Vec<(u64, usize)>,
+    scratch: DualScratch,
+    /// With types: the plan held to one gang per round, before the goods' projection.
+    plan: Vec<f64>,
 }
 
 impl Incumbent {
@@ -153,11 +294,12 @@ impl Incumbent {
             shares: vec![0.0; inst.entries()],
             utilities: inst.c.clone(),
             dual: f64::INFINITY,
-            prices: vec![0.0; inst.rounds],
+            prices: vec![0.0; inst.goods()],
             candidate: vec![0.0; inst.entries()],
             candidate_u: vec![0.0; inst.buyers()],
-            demand: vec![0.0; inst.rounds],
-            order: Vec::with_capacity(inst.rounds),
+            demand: vec![0.0; inst.goods()],
+            scratch: DualScratch::new(inst),
+            plan: Vec::new(),
         }
     }
 
@@ -170,13 +312,14 @@ impl Incumbent {
             &mut self.candidate,
             &mut self.candidate_u,
             &mut self.demand,
+            &mut self.plan,
         );
         if primal > self.primal {
             self.primal = primal;
             std::mem::swap(&mut self.shares, &mut self.candidate);
             std::mem::swap(&mut self.utilities, &mut self.candidate_u);
         }
-        let dual = dual_bound(inst, p, &mut self.order);
+        let dual = dual_bound(inst, p, &mut self.scratch);
         if dual < self.dual {
             self.dual = dual;
             self.prices.copy_from_slice(p);
@@ -191,10 +334,12 @@ impl Incumbent {
 
     /// Clean the incumbent plan of solver noise if it stays certified within `tol`: shares below
     /// `threshold` become exactly 0, then shares above `1 - threshold` become exactly 1 where the
-    /// round's supply and the job's ceiling allow (jobs in index order).
+    /// good's supply and the job's ceiling allow and the job holds no other type in that round
+    /// (jobs in index order).
     pub fn purify(&mut self, inst: &Instance, threshold: f64, tol: f64) {
         let mut touched = false;
         self.demand.fill(0.0);
+        let (rounds, types) = (inst.rounds, inst.types);
         for b in 0..inst.buyers() {
             for (t, e) in inst.row(b).enumerate() {
                 let share = self.shares[e];
@@ -211,12 +356,21 @@ impl Incumbent {
             for e in range.clone() {
                 u += inst.a[e] * self.candidate[e];
             }
-            for (t, e) in range.enumerate() {
+            for (t, e) in range.clone().enumerate() {
                 let share = self.candidate[e];
                 let extra = 1.0 - share;
+                // with types, only a job holding nothing else in the round can be rounded up
+                let alone = types == 1 || {
+                    let (round, start) = (t % rounds, range.start);
+                    (0..types).all(|k| {
+                        let f = start + k * rounds + round;
+                        f == e || self.candidate[f] == 0.0
+                    })
+                };
                 if share > 1.0 - threshold
                     && inst.a[e] > 0.0
                     && extra > 0.0
+                    && alone
                     && self.demand[t] + inst.n[b] * extra <= inst.supply[t]
                     && u + inst.a[e] * extra <= inst.ceil[b]
                 {

@@ -13,26 +13,41 @@
 //!   largest reachable utility. Eisenberg-Gale is invariant to that (the objective moves by the
 //!   constant `w_i log s_i`, allocation and prices do not move), and afterwards every utility lies
 //!   in `(0, 1]`. A ceiling that cannot bind is dropped; one that can becomes exactly 1;
-//! * valuations are stored as dense rows of `rounds` entries per active job, 0 where the entry
-//!   is not purchasable. An entry that underflows to 0 in the scaling (below about 1e-308 of the
-//!   job's reach) is not purchasable; a job without a ceiling whose reach is beyond double
-//!   precision, or a scaled entry that is not finite (a huge valuation over a tiny ceiling), is
-//!   refused, naming `valuations`.
+//! * valuations are stored as dense rows of `goods = rounds x types` entries per active job, 0
+//!   where the entry is not purchasable, ordered by type, then round (entry `k T + t` of a row is
+//!   round `t` on type `k`; the caller's arrays are ordered by round, then type). With one type
+//!   the two orders are the same. An entry that underflows to 0 in the scaling (below about
+//!   1e-308 of the job's reach) is not purchasable; a job without a ceiling whose reach is beyond
+//!   double precision, or a scaled entry that is not finite (a huge valuation over a tiny
+//!   ceiling), is refused, naming `valuations`.
+//!
+//! A job's *reach* is the most utility it can buy: its progress plus, in every round, its best
+//! purchasable valuation (it holds one type at a time).
 
 use super::MarketError;
 
-/// A market as given by the caller (all slices row-major, `jobs x rounds` where 2-D).
+/// Most GPU types a market may have. The interior-point method's passes are compiled for each
+/// count of types (the types of a round unrolled), and its work per round of a job grows with the
+/// cube of the types (leave-one-out sums over them); clusters have a handful.
+pub const MAX_TYPES: usize = 8;
+
+/// A market as given by the caller (all slices row-major: `jobs x rounds x types` valuations,
+/// `rounds x types` supply).
 #[derive(Clone, Copy, Debug)]
 pub struct MarketProblem<'a> {
     /// Number of jobs (buyers), `N`.
     pub jobs: usize,
-    /// Number of rounds in the window (goods), `T`.
+    /// Number of rounds in the window, `T`.
     pub rounds: usize,
-    /// `a_it`: utility job `i` gains from holding its gang through round `t` (`N x T`, >= 0).
+    /// Number of GPU types, `K` (1: a homogeneous cluster). The goods are the `T K` pairs
+    /// (round, type).
+    pub types: usize,
+    /// `a_itk`: utility job `i` gains from holding its gang of type-`k` GPUs through round `t`
+    /// (`N x T x K`, >= 0).
     pub valuations: &'a [f64],
-    /// `n_i`: GPUs job `i` needs to run (>= 1).
+    /// `n_i`: GPUs job `i` needs to run (>= 1), all of one type.
     pub gang_sizes: &'a [u32],
-    /// `G_t`: GPUs available in round `t` (>= 0).
+    /// `S_tk`: GPUs of type `k` available in round `t` (`T x K`, >= 0).
     pub supply: &'a [f64],
     /// `w_i`: budget of job `i` (>= 0).
     pub budgets: &'a [f64],
@@ -47,6 +62,8 @@ pub struct MarketProblem<'a> {
 pub(crate) struct Instance {
     pub jobs: usize,
     pub rounds: usize,
+    /// GPU types `K`; the goods of a row are `rounds x types` (type-major).
+    pub types: usize,
     /// Job index of each active buyer.
     pub job_of: Vec<usize>,
     /// Normalised budget of each active buyer (`w_i / W`).
@@ -59,14 +76,15 @@ pub(crate) struct Instance {
     pub ceil: Vec<f64>,
     /// Gang size of each active buyer, in GPUs.
     pub n: Vec<f64>,
-    /// Scaled valuations, one dense row of `rounds` entries per active buyer (row-major
-    /// `buyers x rounds`): positive on purchasable entries, exactly 0 on the others. Dense rows
-    /// keep every per-row loop contiguous (and vectorisable); a zero valuation is the mask.
+    /// Scaled valuations, one dense row of `goods` entries per active buyer (row-major
+    /// `buyers x goods`, each row type-major: entry `k T + t` is round `t` on type `k`): positive
+    /// on purchasable entries, exactly 0 on the others. Dense rows keep every per-row loop
+    /// contiguous (and vectorisable); a zero valuation is the mask.
     pub a: Vec<f64>,
-    /// Supply per round, in GPUs.
+    /// Supply per good (type-major: `k T + t`), in GPUs.
     pub supply: Vec<f64>,
-    /// Whether any entry lies in each round.
-    pub round_used: Vec<bool>,
+    /// Whether any entry lies in each good.
+    pub good_used: Vec<bool>,
     /// `W`: sum of the budgets of the jobs whose utility is positive (original units).
     pub budget_total: f64,
     /// Budget-weighted constant of the objective not represented by the active buyers, in
@@ -79,21 +97,35 @@ impl Instance {
         self.job_of.len()
     }
 
-    /// Entries of the dense layout (`buyers x rounds`).
+    /// Goods `rounds x types`: the length of a row.
+    pub fn goods(&self) -> usize {
+        self.rounds * self.types
+    }
+
+    /// Entries of the dense layout (`buyers x goods`).
     pub fn entries(&self) -> usize {
         self.a.len()
     }
 
     /// The entries of buyer `b`'s row.
     pub fn row(&self, b: usize) -> std::ops::Range<usize> {
-        b * self.rounds..(b + 1) * self.rounds
+        let goods = self.goods();
+        b * goods..(b + 1) * goods
+    }
+
+    /// The caller's index (`t K + k`, round-major) of the good at `g` (`k T + t`, type-major).
+    pub fn caller_good(&self, g: usize) -> usize {
+        (g % self.rounds) * self.types + g / self.rounds
     }
 
     /// Validate `problem` and build its normalised form.
     pub fn new(problem: &MarketProblem<'_>) -> Result<Self, MarketError> {
         validate(problem)?;
-        let (jobs, rounds) = (problem.jobs, problem.rounds);
-        let supply = problem.supply.to_vec();
+        let (jobs, rounds, types) = (problem.jobs, problem.rounds, problem.types);
+        let goods = rounds * types;
+        // The caller's (round, type) order to the rows' (type, round) order.
+        let caller = |g: usize| (g % rounds) * types + g / rounds;
+        let supply: Vec<f64> = (0..goods).map(|g| problem.supply[caller(g)]).collect();
         let mut in_objective = vec![false; jobs];
         let mut active_job = vec![false; jobs];
         let mut budget_total = 0.0;
@@ -101,23 +133,24 @@ impl Instance {
         let mut a = Vec::new();
         for i in 0..jobs {
             let n_i = f64::from(problem.gang_sizes[i]);
-            let row = &problem.valuations[i * rounds..(i + 1) * rounds];
-            let purchasable = |t: usize| row[t] > 0.0 && n_i <= supply[t];
-            let active = problem.budgets[i] > 0.0 && (0..rounds).any(purchasable);
+            let row = &problem.valuations[i * goods..(i + 1) * goods];
+            let purchasable = |g: usize| row[caller(g)] > 0.0 && n_i <= supply[g];
+            let active = problem.budgets[i] > 0.0 && (0..goods).any(purchasable);
             if active {
                 active_job[i] = true;
                 job_of.push(i);
-                a.try_reserve(rounds).map_err(|_| {
+                a.try_reserve(goods).map_err(|_| {
                     MarketError::out_of_memory(
                         "valuations",
                         format!(
-                            "could not allocate the {} x {rounds} valuations of the market",
+                            "could not allocate the {} x {rounds} x {types} valuations of the \
+                             market",
                             job_of.len()
                         ),
                     )
                 })?;
-                for t in 0..rounds {
-                    a.push(if purchasable(t) { row[t] } else { 0.0 });
+                for g in 0..goods {
+                    a.push(if purchasable(g) { row[caller(g)] } else { 0.0 });
                 }
             }
             in_objective[i] = problem.budgets[i] > 0.0 && (active || problem.progress[i] > 0.0);
@@ -143,8 +176,8 @@ impl Instance {
         let mut n = Vec::with_capacity(buyers);
         let mut objective_offset = 0.0;
         for (b, &i) in job_of.iter().enumerate() {
-            let row = &mut a[b * rounds..(b + 1) * rounds];
-            let reach: f64 = problem.progress[i] + row.iter().sum::<f64>();
+            let row = &mut a[b * goods..(b + 1) * goods];
+            let reach: f64 = problem.progress[i] + best_per_round(row, rounds, types);
             let ceiling = problem.ceilings[i];
             if !reach.is_finite() && !ceiling.is_finite() {
                 return Err(MarketError::new(
@@ -163,13 +196,19 @@ impl Instance {
             c.push(problem.progress[i] / s);
             ceil.push(if ceiling < reach { 1.0 } else { f64::INFINITY });
             n.push(f64::from(problem.gang_sizes[i]));
-            for (t, a_e) in row.iter_mut().enumerate() {
+            for (g, a_e) in row.iter_mut().enumerate() {
                 let scaled = *a_e / s;
                 if !scaled.is_finite() {
+                    let (t, k) = (g % rounds, g / rounds);
+                    let place = if types == 1 {
+                        format!("round {t}")
+                    } else {
+                        format!("round {t}, type {k}")
+                    };
                     return Err(MarketError::new(
                         "valuations",
                         format!(
-                            "job {i}, round {t}: valuation {:e} over the job's ceiling {s:e} is \
+                            "job {i}, {place}: valuation {:e} over the job's ceiling {s:e} is \
                              beyond double precision",
                             *a_e
                         ),
@@ -179,11 +218,11 @@ impl Instance {
             }
             objective_offset += w_b * s.ln();
         }
-        // Rounds with a purchasable entry (after the scaling, where an entry can underflow).
-        let mut round_used = vec![false; rounds];
+        // Goods with a purchasable entry (after the scaling, where an entry can underflow).
+        let mut good_used = vec![false; goods];
         for b in 0..buyers {
-            for t in 0..rounds {
-                round_used[t] |= a[b * rounds + t] > 0.0;
+            for g in 0..goods {
+                good_used[g] |= a[b * goods + g] > 0.0;
             }
         }
         for i in 0..jobs {
@@ -194,6 +233,7 @@ impl Instance {
         Ok(Self {
             jobs,
             rounds,
+            types,
             job_of,
             w,
             scale,
@@ -202,11 +242,23 @@ impl Instance {
             n,
             a,
             supply,
-            round_used,
+            good_used,
             budget_total,
             objective_offset,
         })
     }
+}
+
+/// The sum over the rounds of a type-major row (`types` blocks of `rounds`) of each round's
+/// largest entry: what a job gains holding its best type in every round. With one type, the plain
+/// sum of the row.
+pub(crate) fn best_per_round(row: &[f64], rounds: usize, types: usize) -> f64 {
+    if types == 1 {
+        return row.iter().sum::<f64>();
+    }
+    (0..rounds)
+        .map(|t| (0..types).map(|k| row[k * rounds + t]).fold(0.0, f64::max))
+        .sum::<f64>()
 }
 
 fn check_len(argument: &'static str, got: usize, expected: usize) -> Result<(), MarketError> {
@@ -240,19 +292,28 @@ fn check_finite_nonnegative(argument: &'static str, values: &[f64]) -> Result<()
 
 /// Check every rule on the inputs; the error names the offending argument.
 pub fn validate(problem: &MarketProblem<'_>) -> Result<(), MarketError> {
-    let (jobs, rounds) = (problem.jobs, problem.rounds);
+    let (jobs, rounds, types) = (problem.jobs, problem.rounds, problem.types);
     if rounds > crate::limits::MAX_ROUNDS {
         return Err(MarketError::new(
             "valuations",
             format!("{rounds} rounds; a window may have at most 2^32"),
         ));
     }
-    let cells = jobs
-        .checked_mul(rounds)
-        .ok_or_else(|| MarketError::new("valuations", "jobs x rounds overflows".to_string()))?;
+    if types == 0 || types > MAX_TYPES {
+        return Err(MarketError::new(
+            "valuations",
+            format!("{types} GPU types; a market has 1 to {MAX_TYPES}"),
+        ));
+    }
+    let goods = rounds
+        .checked_mul(types)
+        .ok_or_else(|| MarketError::new("valuations", "rounds x types overflows".to_string()))?;
+    let cells = jobs.checked_mul(goods).ok_or_else(|| {
+        MarketError::new("valuations", "jobs x rounds x types overflows".to_string())
+    })?;
     check_len("valuations", problem.valuations.len(), cells)?;
     check_len("gang_sizes", problem.gang_sizes.len(), jobs)?;
-    check_len("supply", problem.supply.len(), rounds)?;
+    check_len("supply", problem.supply.len(), goods)?;
     check_len("budgets", problem.budgets.len(), jobs)?;
     check_len("progress", problem.progress.len(), jobs)?;
     check_len("ceilings", problem.ceilings.len(), jobs)?;
@@ -276,9 +337,17 @@ pub fn validate(problem: &MarketProblem<'_>) -> Result<(), MarketError> {
         if f64::from(g) > max_supply {
             return Err(MarketError::new(
                 "gang_sizes",
-                format!(
-                    "job {i} needs {g} GPUs, more than any round supplies (at most {max_supply})"
-                ),
+                if types == 1 {
+                    format!(
+                        "job {i} needs {g} GPUs, more than any round supplies (at most \
+                         {max_supply})"
+                    )
+                } else {
+                    format!(
+                        "job {i} needs {g} GPUs, more than any round supplies of any type (at \
+                         most {max_supply})"
+                    )
+                },
             ));
         }
     }

@@ -28,6 +28,25 @@
 //! budget) get nothing; those among them with `c_i = 0` have utility 0 whatever the plan, so they
 //! are left out of the objective (their `log` would be minus infinity).
 //!
+//! # GPU types
+//!
+//! On a cluster of `K` GPU types the goods are the pairs (round `t`, type `k`), with supply
+//! `S_tk`, and a job holds at most one gang per round, of one type:
+//!
+//! ```text
+//! maximise   sum_i w_i log u_i,     u_i = c_i + sum_tk a_itk x_itk
+//! subject to sum_i n_i x_itk <= S_tk            (price p_tk >= 0)
+//!            x_itk >= 0,  sum_k x_itk <= 1      (one gang per round; its multiplier is a rent)
+//!            u_i <= ubar_i,  x_itk = 0 where n_i > S_tk
+//! ```
+//!
+//! With `K = 1` this is the program above and the solve is the same, to the bit: the instance,
+//! certificate, proportional response and the interior point's driver are shared, and the
+//! interior point's passes over a job's rows are compiled for the number of types (one type: the
+//! scalar passes; more: `interior_point/typed.rs`, the `K` types of a round unrolled).
+//! Proportional response alone (`Method::ProportionalResponse`) takes one type only; with more
+//! it only finds the interior point's starting prices (see `proportional_response.rs`).
+//!
 //! # Certificate
 //!
 //! Every answer carries a duality gap (see `certificate.rs`): the dual bound `D(p)` at the
@@ -43,7 +62,7 @@
 //!   `T` prices (see `interior_point/`) finishes in a few tens of Newton steps.
 //! * [`Method::ProportionalResponse`]: proportional response alone (see
 //!   `proportional_response.rs`), certified every few iterations. Cheap iterations, fast to a few
-//!   digits, slow to many.
+//!   digits, slow to many. One GPU type.
 
 // The solvers index many parallel per-entry, per-buyer and per-round arrays with one index.
 #![allow(clippy::needless_range_loop)]
@@ -60,7 +79,7 @@ mod warm_start;
 
 use certificate::Incumbent;
 use instance::Instance;
-pub use instance::MarketProblem;
+pub use instance::{MarketProblem, MAX_TYPES};
 use interior_point::{InteriorPoint, Start};
 use proportional_response::ProportionalResponse;
 pub use rounding::{round_schedule, RoundingInput};
@@ -142,7 +161,10 @@ impl PreparedMarket {
     ) -> Result<MarketSolution, MarketError> {
         let inst = &self.inst;
         settings.validate()?;
-        if settings.method == Method::InteriorPoint && inst.rounds > MAX_INTERIOR_POINT_ROUNDS {
+        if settings.method == Method::InteriorPoint
+            && inst.types == 1
+            && inst.rounds > MAX_INTERIOR_POINT_ROUNDS
+        {
             return Err(MarketError::new(
                 "valuations",
                 format!(
@@ -151,6 +173,29 @@ impl PreparedMarket {
                      most {MAX_INTERIOR_POINT_ROUNDS} rounds; use method='proportional_response' \
                      (memory and time per iteration O(N T)) for longer ones",
                     inst.rounds
+                ),
+            ));
+        }
+        if settings.method == Method::InteriorPoint && inst.goods() > MAX_INTERIOR_POINT_ROUNDS {
+            return Err(MarketError::new(
+                "valuations",
+                format!(
+                    "{} rounds x {} GPU types: the interior-point method solves a dense price \
+                     system over the (round, type) goods (16 (T K)^2 bytes, (T K)^3 / 3 \
+                     operations per iteration) and takes at most {MAX_INTERIOR_POINT_ROUNDS} \
+                     goods",
+                    inst.rounds, inst.types
+                ),
+            ));
+        }
+        if settings.method == Method::ProportionalResponse && inst.types > 1 {
+            return Err(MarketError::new(
+                "method",
+                format!(
+                    "'proportional_response' solves markets of one GPU type; this one has {} \
+                     (a job holds one gang per round over the types, which proportional \
+                     response's fixed points do not respect): use 'interior_point'",
+                    inst.types
                 ),
             ));
         }
@@ -165,7 +210,7 @@ impl PreparedMarket {
         // Why the methods stopped (refined by the final certificate in `assemble`).
         let mut stop = SolverStatus::Converged;
         if inst.buyers() == 0 {
-            best.offer(inst, &[], &vec![0.0; inst.rounds]);
+            best.offer(inst, &[], &vec![0.0; inst.goods()]);
         } else {
             let mut pr = ProportionalResponse::new(inst, warm.as_deref());
             match settings.method {
@@ -256,26 +301,35 @@ impl PreparedMarket {
     }
 }
 
-/// Work arrays of the solve per entry of the dense `buyers x rounds` layout, in `f64`s (an upper
-/// bound: the instance, the methods' per-entry state, the incumbent and the output).
+/// Work arrays of the solve per entry of the dense `buyers x goods` layout, in `f64`s (an upper
+/// bound: the instance, the methods' per-entry state, the incumbent and the output); with GPU
+/// types the interior point holds one more per entry and type (each round's `K x K` inverse).
 const WORK_PER_ENTRY: usize = 24;
 
 /// Refuse a market whose working memory (per-entry arrays, and the interior-point method's
-/// `T x T` price system) does not fit in the machine's available memory.
+/// price system over the goods) does not fit in the machine's available memory.
 fn check_solver_memory(inst: &Instance, method: Method) -> Result<(), MarketError> {
-    let entries = crate::limits::bytes_of(inst.entries(), 8 * WORK_PER_ENTRY);
+    let per_entry = WORK_PER_ENTRY + if inst.types > 1 { inst.types } else { 0 };
+    let entries = crate::limits::bytes_of(inst.entries(), 8 * per_entry);
+    let goods = inst.goods();
     let system = match method {
-        Method::InteriorPoint => inst
-            .rounds
-            .checked_mul(inst.rounds)
+        Method::InteriorPoint => goods
+            .checked_mul(goods)
             .and_then(|cells| crate::limits::bytes_of(cells, 16)),
         Method::ProportionalResponse => Some(0),
     };
     let bytes = entries.zip(system).and_then(|(e, s)| e.checked_add(s));
-    let what = format!(
-        "solving a market of {} jobs x {} rounds",
-        inst.jobs, inst.rounds
-    );
+    let what = if inst.types == 1 {
+        format!(
+            "solving a market of {} jobs x {} rounds",
+            inst.jobs, inst.rounds
+        )
+    } else {
+        format!(
+            "solving a market of {} jobs x {} rounds x {} GPU types",
+            inst.jobs, inst.rounds, inst.types
+        )
+    };
     crate::limits::check_memory(bytes, &what).map_err(|m| MarketError::new("valuations", m))
 }
 
@@ -283,3 +337,5 @@ fn check_solver_memory(inst: &Instance, method: Method) -> Result<(), MarketErro
 mod synthetic;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_types;

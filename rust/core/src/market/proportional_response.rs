@@ -13,6 +13,21 @@
 //!    `w'_i <- min(w_i, w'_i (ubar_i - c_i) / (u_i - c_i))`, so it sheds money while it
 //!    overshoots its ceiling and recovers it while it undershoots.
 //!
+//! # GPU types
+//!
+//! With `K` types the goods are the pairs (round `t`, type `k`), and a job holds at most one gang
+//! per round over the types. The allocation then also charges each job a *rent* `mu_it >= 0` per
+//! round: a bidder receives `x_itk = b_itk / (n_i lambda_tk + mu_it)`, where each good's level
+//! `lambda_tk` sells it out (or is 0) and each rent holds its job to one gang in the round (or is
+//! 0). Given the bids, these levels and rents minimise the convex
+//! `sum lambda S + sum mu - sum b log(n lambda + mu)` (the clearing problem of fixed bids), one
+//! good or one round at a time; each allocation alternates the two (rents at the current levels,
+//! then Newton steps on the levels), starting from the previous ones, so that proportional
+//! response and the clearing converge together. Its fixed points satisfy, with prices `lambda`
+//! and the rents as the rounds' cap multipliers, the same conditions as below, so they are the
+//! equilibria of the market with types. With one type the rent is what a capped bidder pays above
+//! `n lambda` and the allocation below is the same.
+//!
 //! At a fixed point with `x_it` strictly between 0 and 1, `b_it = n_i lambda_t x_it` and the
 //! rebid rule give `w'_i a_it / (n_i u_i) = lambda_t`; a capped bidder (`x_it = 1`) bids
 //! `w'_i a_it / u_i >= n_i lambda_t`; a round with `lambda_t > 0` is sold out; `w'_i < w_i` only
@@ -23,7 +38,7 @@
 //! interchangeable (measured: about 1,000 iterations to a 1e-6 gap). The default solver therefore
 //! uses a few iterations of it to find prices and finishes with the interior-point method.
 
-use super::instance::Instance;
+use super::instance::{best_per_round, Instance};
 
 /// Bids never fall below this fraction of the buyer's budget: a bid that reached zero could never
 /// recover (zero stays zero under a multiplicative update), and tiny bids would underflow to
@@ -54,14 +69,29 @@ pub(crate) struct ProportionalResponse {
     capped_bids: Vec<f64>,
     capped_gangs: Vec<f64>,
     settled: Vec<bool>,
+    /// With types: each round's rent per buyer (`buyers x rounds`), and per good the slope of
+    /// the demand in the level (scratch).
+    rent: Vec<f64>,
+    slope: Vec<f64>,
+    /// With types: clearing alternations left for the next allocation (more for the first).
+    alternations: usize,
 }
+
+/// With types: clearing alternations (rents, then levels) of the first allocation, and of the
+/// later ones (whose bids moved little).
+const FIRST_ALTERNATIONS: usize = 4;
+const LATER_ALTERNATIONS: usize = 1;
+/// With types: Newton steps on the levels per alternation.
+const LEVEL_STEPS: usize = 2;
+/// Newton steps on a round's rent.
+const RENT_STEPS: usize = 50;
 
 impl ProportionalResponse {
     /// Start from `warm` (dense `jobs x rounds` bids in normalised budget units) where a job's row
     /// holds a positive bid on a purchasable entry; other rows start cold, bidding as if they held
     /// every round: `b_it = w_i a_it / (c_i + sum_t a_it)`.
     pub fn new(inst: &Instance, warm: Option<&[f64]>) -> Self {
-        let (entries, rounds) = (inst.entries(), inst.rounds);
+        let (entries, rounds) = (inst.entries(), inst.goods());
         let mut bids = vec![0.0; entries];
         let mut warm_rows = vec![false; inst.buyers()];
         let mut gang_sum = vec![0.0; rounds];
@@ -82,7 +112,7 @@ impl ProportionalResponse {
                     }
                 }
                 _ => {
-                    let reach: f64 = inst.c[b] + a.iter().sum::<f64>();
+                    let reach: f64 = inst.c[b] + best_per_round(a, inst.rounds, inst.types);
                     for t in 0..rounds {
                         out[t] = if a[t] > 0.0 {
                             (inst.w[b] * a[t] / reach).max(floor)
@@ -110,13 +140,23 @@ impl ProportionalResponse {
             capped_bids: vec![0.0; rounds],
             capped_gangs: vec![0.0; rounds],
             settled: vec![false; rounds],
+            rent: vec![
+                0.0;
+                if inst.types > 1 {
+                    inst.buyers() * inst.rounds
+                } else {
+                    0
+                }
+            ],
+            slope: vec![0.0; if inst.types > 1 { rounds } else { 0 }],
+            alternations: FIRST_ALTERNATIONS,
         }
     }
 
     /// Sum the bids, and the bids and gangs of the bidders capped at the current levels, per
     /// round (`bid_sum` only when `with_sum`).
     fn tally(&mut self, inst: &Instance, with_sum: bool) {
-        let rounds = inst.rounds;
+        let rounds = inst.goods();
         if with_sum {
             self.bid_sum.fill(0.0);
         }
@@ -152,8 +192,12 @@ impl ProportionalResponse {
     /// capped bidders take). So each round starts from its previous level, which proportional
     /// response changes little between iterations: typically two or three passes.
     pub fn allocate(&mut self, inst: &Instance) {
+        if inst.types > 1 {
+            self.allocate_typed(inst);
+            return;
+        }
         self.tally(inst, true);
-        for t in 0..inst.rounds {
+        for t in 0..inst.goods() {
             let supply = inst.supply[t];
             let fits = self.gang_sum[t] <= supply;
             self.settled[t] = fits;
@@ -171,7 +215,7 @@ impl ProportionalResponse {
                 break;
             }
             self.tally(inst, false);
-            for t in 0..inst.rounds {
+            for t in 0..inst.goods() {
                 if self.settled[t] {
                     continue;
                 }
@@ -184,7 +228,7 @@ impl ProportionalResponse {
                 }
             }
         }
-        let rounds = inst.rounds;
+        let rounds = inst.goods();
         let lambda = &self.lambda[..rounds];
         for b in 0..inst.buyers() {
             let n = inst.n[b];
@@ -210,6 +254,138 @@ impl ProportionalResponse {
         }
     }
 
+    /// [`Self::allocate`] with GPU types: levels and rents (see the module documentation), then
+    /// the shares (held to one gang per round against the rounding of the clearing).
+    ///
+    /// Given the bids, the levels and rents minimise the clearing problem's convex dual; each
+    /// alternation minimises it exactly over the rents (one root per round of a job), then takes
+    /// Newton steps on each good's level (its demand is convex and decreasing in it; a step keeps
+    /// at least a quarter of the level, and a good nobody over-demands at level 0 stays free).
+    /// In a round where every bidder pays rent, raising all its levels together moves only the
+    /// rents: the dual is flat there, the levels drift slowly along it and the certificate does
+    /// not care. The first allocation starts from the levels that would sell each good's bids at
+    /// face value, and alternates more.
+    fn allocate_typed(&mut self, inst: &Instance) {
+        let (rounds, types, goods) = (inst.rounds, inst.types, inst.goods());
+        let alternations = std::mem::replace(&mut self.alternations, LATER_ALTERNATIONS);
+        if alternations == FIRST_ALTERNATIONS {
+            self.tally(inst, true);
+            for g in 0..goods {
+                self.lambda[g] = if inst.supply[g] > 0.0 {
+                    self.bid_sum[g] / inst.supply[g]
+                } else {
+                    0.0
+                };
+            }
+        }
+        for _ in 0..alternations {
+            self.rents(inst);
+            for _ in 0..LEVEL_STEPS {
+                // demand and its slope in the level, at the current levels and rents
+                self.bid_sum.fill(0.0);
+                self.slope.fill(0.0);
+                for b in 0..inst.buyers() {
+                    let n = inst.n[b];
+                    let range = inst.row(b);
+                    let (a, bids) = (&inst.a[range.clone()], &self.bids[range]);
+                    let rent = &self.rent[b * rounds..(b + 1) * rounds];
+                    for g in 0..goods {
+                        let price = n * self.lambda[g] + rent[g % rounds];
+                        if a[g] > 0.0 && price > 0.0 {
+                            let x = bids[g] / price;
+                            self.bid_sum[g] += n * x;
+                            self.slope[g] += n * n * x / price;
+                        }
+                    }
+                }
+                for g in 0..goods {
+                    let (level, demand) = (self.lambda[g], self.bid_sum[g]);
+                    if (level == 0.0 && demand <= inst.supply[g]) || self.slope[g] <= 0.0 {
+                        continue; // free, or nobody bids
+                    }
+                    let next = level + (demand - inst.supply[g]) / self.slope[g];
+                    self.lambda[g] = if next.is_nan() {
+                        level
+                    } else {
+                        next.max(0.25 * level).max(0.0)
+                    };
+                }
+            }
+        }
+        self.rents(inst);
+        for b in 0..inst.buyers() {
+            let n = inst.n[b];
+            let range = inst.row(b);
+            let (a, bids, x) = (
+                &inst.a[range.clone()],
+                &self.bids[range.clone()],
+                &mut self.x[range],
+            );
+            let rent = &self.rent[b * rounds..(b + 1) * rounds];
+            for g in 0..goods {
+                let price = n * self.lambda[g] + rent[g % rounds];
+                x[g] = if a[g] > 0.0 && price > 0.0 {
+                    (bids[g] / price).min(1.0)
+                } else {
+                    0.0
+                };
+            }
+            let gain = one_gang_per_round(x, a, rounds, types);
+            self.u[b] = inst.c[b] + gain;
+        }
+    }
+
+    /// With types: each round's rent at the current levels, the least `mu >= 0` with
+    /// `sum_k b_k / (n lambda_k + mu) <= 1` (decreasing and convex in `mu`; Newton from the left).
+    fn rents(&mut self, inst: &Instance) {
+        let (rounds, types) = (inst.rounds, inst.types);
+        for b in 0..inst.buyers() {
+            let n = inst.n[b];
+            let range = inst.row(b);
+            let (a, bids) = (&inst.a[range.clone()], &self.bids[range]);
+            for t in 0..rounds {
+                let demand = |mu: f64| -> (f64, f64) {
+                    let (mut d, mut slope) = (0.0, 0.0);
+                    for k in 0..types {
+                        let g = k * rounds + t;
+                        if a[g] > 0.0 {
+                            let price = n * self.lambda[g] + mu;
+                            d += bids[g] / price;
+                            slope -= bids[g] / (price * price);
+                        }
+                    }
+                    (d - 1.0, slope)
+                };
+                let (at_zero, _) = demand(0.0);
+                let mut mu = 0.0;
+                if at_zero.is_nan() || at_zero > 0.0 {
+                    // from the left: the largest bid alone needs at least this much
+                    let mut floor = 0.0f64;
+                    for k in 0..types {
+                        let g = k * rounds + t;
+                        if a[g] > 0.0 {
+                            floor = floor.max(bids[g] - n * self.lambda[g]);
+                        }
+                    }
+                    mu = floor.max(0.0);
+                    for _ in 0..RENT_STEPS {
+                        let (f, df) = demand(mu);
+                        if f.is_nan() || f <= 0.0 || df.is_nan() || df >= 0.0 {
+                            break;
+                        }
+                        let next = mu - f / df;
+                        if next - mu <= 1e-15 * next {
+                            mu = next;
+                            break;
+                        }
+                        mu = next;
+                    }
+                }
+                self.rent[b * rounds + t] = mu;
+            }
+        }
+    }
+
     /// The proportional-response update of the bids from the last allocation.
     pub fn rebid(&mut self, inst: &Instance) {
         for b in 0..inst.buyers() {
@@ -228,7 +404,7 @@ impl ProportionalResponse {
             }
             let factor = self.budget[b] / u;
             let floor = BID_FLOOR * inst.w[b];
-            let rounds = inst.rounds;
+            let rounds = inst.goods();
             let (a, x, bids) = (
                 &inst.a[range.clone()][..rounds],
                 &self.x[range.clone()][..rounds],
@@ -243,4 +419,18 @@ impl ProportionalResponse {
             }
         }
     }
+}
+
+/// Scale down, in every round where a row's shares (type-major, `types` blocks of `rounds`) sum
+/// past one gang, that round's shares to sum to one; returns the row's gain `a.x` afterwards.
+pub(crate) fn one_gang_per_round(x: &mut [f64], a: &[f64], rounds: usize, types: usize) -> f64 {
+    for t in 0..rounds {
+        let held: f64 = (0..types).map(|k| x[k * rounds + t]).sum();
+        if held > 1.0 {
+            for k in 0..types {
+                x[k * rounds + t] /= held;
+            }
+        }
+    }
+    a.iter().zip(x.iter()).map(|(a, x)| a * x).sum()
 }

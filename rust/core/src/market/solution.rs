@@ -55,22 +55,27 @@ impl fmt::Display for SolverStatus {
     }
 }
 
-/// A solved market. Matrices are row-major `jobs x rounds`.
+/// A solved market. Arrays are row-major like the problem's: `jobs x rounds x types` (shares,
+/// bids), `rounds x types` (prices).
 #[derive(Clone, Debug, PartialEq)]
 pub struct MarketSolution {
     pub jobs: usize,
     pub rounds: usize,
-    /// `x_it`: fraction of round `t` during which job `i` holds its gang (feasible).
+    /// GPU types `K` (1: homogeneous).
+    pub types: usize,
+    /// `x_itk`: fraction of round `t` during which job `i` holds its gang of type `k`
+    /// (feasible: at most one gang per round over the types).
     pub shares: Vec<f64>,
-    /// `p_t`: price of one GPU for round `t`, in budget units.
+    /// `p_tk`: price of one GPU of type `k` for round `t`, in budget units.
     pub prices: Vec<f64>,
-    /// `u_i = c_i + sum_t a_it x_it` of the reported shares.
+    /// `u_i = c_i + sum_tk a_itk x_itk` of the reported shares.
     pub utilities: Vec<f64>,
-    /// Proportional-response bids at this equilibrium, `b_it = w'_i a_it x_it / u_i` (budget
+    /// Proportional-response bids at this equilibrium, `b_itk = w'_i a_itk x_itk / u_i` (budget
     /// units): `w'_i = w_i` unless job `i` sits at its ceiling, where it is the budget the job
-    /// actually uses. So `sum_t b_it = w'_i (u_i - c_i) / u_i` (the budget identity), and
-    /// `b_it >= n_i p_t x_it` with equality where `0 < x_it < 1` (a job holding a whole gang
-    /// pays a rent for the cap). The warm start of the next solve. With
+    /// actually uses. So `sum_tk b_itk = w'_i (u_i - c_i) / u_i` (the budget identity), and
+    /// `b_itk >= n_i p_tk x_itk` with equality where `0 < x_itk < 1` and the job holds less than
+    /// a whole gang in round `t` (a job holding a whole gang pays a rent for the cap). The warm
+    /// start of the next solve. With
     /// [`super::Method::ProportionalResponse`], the method's own last bids instead (close to these when
     /// converged), so that a warm start resumes the iteration where it stopped.
     pub bids: Vec<f64>,
@@ -104,27 +109,30 @@ pub(super) fn assemble(
     tol: f64,
     stop: SolverStatus,
 ) -> Result<MarketSolution, MarketError> {
-    let (jobs, rounds) = (inst.jobs, inst.rounds);
+    let (jobs, rounds, types) = (inst.jobs, inst.rounds, inst.types);
+    let goods = inst.goods();
     let total = inst.budget_total;
-    let prices: Vec<f64> = (0..rounds)
-        .map(|t| {
-            if inst.round_used[t] {
-                best.prices[t].max(0.0) * total
-            } else {
-                0.0
-            }
-        })
-        .collect();
-    let what = format!("the {jobs} x {rounds} shares and bids of the solution");
-    let mut shares = crate::limits::try_filled(jobs * rounds, 0.0, "valuations", &what)?;
-    let mut bids = crate::limits::try_filled(jobs * rounds, 0.0, "valuations", &what)?;
+    let mut prices = vec![0.0; goods];
+    for g in 0..goods {
+        if inst.good_used[g] {
+            prices[inst.caller_good(g)] = best.prices[g].max(0.0) * total;
+        }
+    }
+    let what = if types == 1 {
+        format!("the {jobs} x {rounds} shares and bids of the solution")
+    } else {
+        format!("the {jobs} x {rounds} x {types} shares and bids of the solution")
+    };
+    let mut shares = crate::limits::try_filled(jobs * goods, 0.0, "valuations", &what)?;
+    let mut bids = crate::limits::try_filled(jobs * goods, 0.0, "valuations", &what)?;
     let mut utilities = progress.to_vec();
     for (b, &i) in inst.job_of.iter().enumerate() {
         let u = best.utilities[b];
         let spendable = effective_budget(inst, best, b) * total;
-        for (t, e) in inst.row(b).enumerate() {
-            shares[i * rounds + t] = best.shares[e];
-            bids[i * rounds + t] = match method_bids {
+        for (g, e) in inst.row(b).enumerate() {
+            let out = i * goods + inst.caller_good(g);
+            shares[out] = best.shares[e];
+            bids[out] = match method_bids {
                 Some(own) => own[e] * total,
                 None => spendable * inst.a[e] * best.shares[e] / u,
             };
@@ -159,6 +167,7 @@ pub(super) fn assemble(
     Ok(MarketSolution {
         jobs,
         rounds,
+        types,
         shares,
         prices,
         utilities,
@@ -178,13 +187,15 @@ pub(super) fn assemble(
 /// ceiling, where it is `u_b` times its marginal value of utility. At the equilibrium that value
 /// is `n_b p_t / a_bt` on every round the buyer holds in part (and between the largest such ratio
 /// of the rounds it holds whole and the smallest of those it does not hold), so it is read on the
-/// most fractional round, else on the whole rounds; never more than `w_b / u_b`.
+/// most fractional round, else on the whole rounds; never more than `w_b / u_b`. (With types, a
+/// good held in part in a round the job holds whole also carries the round's rent; the estimate
+/// is then only an upper bound, clipped at `w_b / u_b`: it only shapes the reported bids.)
 fn effective_budget(inst: &Instance, best: &Incumbent, b: usize) -> f64 {
     let u = best.utilities[b];
     if !(inst.ceil[b].is_finite() && u >= inst.ceil[b] * (1.0 - 1e-7)) {
         return inst.w[b];
     }
-    let ratio = |e: usize| inst.n[b] * best.prices[e % inst.rounds].max(0.0) / inst.a[e];
+    let ratio = |e: usize| inst.n[b] * best.prices[e % inst.goods()].max(0.0) / inst.a[e];
     let range = inst.row(b);
     let fractional = range
         .clone()

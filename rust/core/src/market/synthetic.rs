@@ -29,18 +29,21 @@ impl SplitMix64 {
     }
 }
 
-/// An owned market (row-major `(jobs, rounds)` valuations), viewable as a [`MarketProblem`].
+/// An owned market (row-major `(jobs, rounds, types)` valuations), viewable as a
+/// [`MarketProblem`].
 #[derive(Clone, Debug)]
 pub struct SyntheticMarket {
     /// Buyers.
     pub jobs: usize,
     /// Rounds in the window.
     pub rounds: usize,
-    /// `a_it`, row-major.
+    /// GPU types.
+    pub types: usize,
+    /// `a_itk`, row-major.
     pub valuations: Vec<f64>,
     /// GPUs per job.
     pub gang_sizes: Vec<u32>,
-    /// GPUs per round.
+    /// GPUs per round and type, row-major.
     pub supply: Vec<f64>,
     /// Budgets.
     pub budgets: Vec<f64>,
@@ -57,6 +60,7 @@ impl SyntheticMarket {
         let mut m = Self {
             jobs,
             rounds,
+            types: 1,
             valuations: Vec::with_capacity(jobs * rounds),
             gang_sizes: Vec::with_capacity(jobs),
             supply: Vec::new(),
@@ -93,18 +97,50 @@ impl SyntheticMarket {
         m
     }
 
+    /// The same jobs on `types` GPU types (`SyntheticMarket::random(jobs, rounds, seed)` with
+    /// speeds): type 0 is the recipe's GPU, each next type slower for every job by a factor drawn
+    /// in [0.35, 0.85] (as GPU generations differ by model); valuations scale with the speed. The
+    /// recipe's GPUs are split evenly over the types (at least 8 of each per round).
+    pub fn random_typed(jobs: usize, rounds: usize, types: usize, seed: u64) -> Self {
+        let one = Self::random(jobs, rounds, seed);
+        let mut rng = SplitMix64(seed ^ 0x7970_6573);
+        let mut valuations = Vec::with_capacity(jobs * rounds * types);
+        for i in 0..jobs {
+            let mut speeds = vec![1.0; types];
+            for k in 1..types {
+                speeds[k] = speeds[k - 1] * (0.35 + 0.5 * rng.uniform());
+            }
+            for t in 0..rounds {
+                for &speed in &speeds {
+                    valuations.push(one.valuations[i * rounds + t] * speed);
+                }
+            }
+        }
+        let gpus: u32 = one.gang_sizes.iter().sum();
+        let each = (f64::from(gpus / 3) / types as f64).floor().max(8.0);
+        Self {
+            types,
+            valuations,
+            supply: vec![each; rounds * types],
+            ..one
+        }
+    }
+
     /// The market one round later, after serving `plan`'s first round: valuations shift one
     /// round (the last repeats), progress grows by what the first round earned (at most 0.99).
     pub fn next_round(&self, plan: &MarketSolution) -> Self {
-        let t = self.rounds;
+        let (t, k) = (self.rounds, self.types);
         let mut next = self.clone();
         for i in 0..self.jobs {
-            let row = &mut next.valuations[i * t..(i + 1) * t];
-            row.rotate_left(1);
+            let row = &mut next.valuations[i * t * k..(i + 1) * t * k];
+            row.rotate_left(k);
             if t >= 2 {
-                row[t - 1] = row[t - 2];
+                let (head, last) = row.split_at_mut((t - 1) * k);
+                last.copy_from_slice(&head[(t - 2) * k..]);
             }
-            let gained = self.valuations[i * t] * plan.shares[i * t];
+            let gained: f64 = (0..k)
+                .map(|j| self.valuations[i * t * k + j] * plan.shares[i * t * k + j])
+                .sum();
             next.progress[i] = (self.progress[i] + gained).min(0.99);
         }
         next
@@ -115,6 +151,7 @@ impl SyntheticMarket {
         MarketProblem {
             jobs: self.jobs,
             rounds: self.rounds,
+            types: self.types,
             valuations: &self.valuations,
             gang_sizes: &self.gang_sizes,
             supply: &self.supply,

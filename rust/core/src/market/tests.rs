@@ -81,6 +81,7 @@ fn two_equal_jobs_split_one_round() {
     let m = Market {
         jobs: 2,
         rounds: 1,
+        types: 1,
         valuations: vec![1.0, 1.0],
         gang_sizes: vec![1, 1],
         supply: vec![1.0],
@@ -105,6 +106,7 @@ fn a_round_with_room_to_spare_is_free_and_held_whole() {
     let m = Market {
         jobs: 8,
         rounds: 2,
+        types: 1,
         valuations: vec![
             0.0,
             0.164_502_958_730_930_18,
@@ -147,6 +149,7 @@ fn a_lone_job_takes_every_round_for_free() {
     let m = Market {
         jobs: 1,
         rounds: 3,
+        types: 1,
         valuations: vec![0.1, 0.2, 0.3],
         gang_sizes: vec![2],
         supply: vec![4.0; 3],
@@ -262,7 +265,7 @@ fn avx2_passes_give_the_same_bits() {
                 "{jobs}x{rounds} tol {tol}"
             );
             let next = m.next_round(&cold);
-            let bids = match shift_bids(&cold.bids, jobs, rounds, 1) {
+            let bids = match shift_bids(&cold.bids, jobs, rounds, 1, 1) {
                 Ok(b) => b,
                 Err(e) => panic!("{e}"),
             };
@@ -324,6 +327,7 @@ fn an_empty_market_has_an_empty_answer() {
     let m = Market {
         jobs: 0,
         rounds: 5,
+        types: 1,
         valuations: vec![],
         gang_sizes: vec![],
         supply: vec![3.0; 5],
@@ -339,7 +343,7 @@ fn an_empty_market_has_an_empty_answer() {
 fn warm_start_from_the_shifted_solution_converges() {
     let m = Market::random(80, 12, 21);
     let first = solve_default(&m);
-    let shifted = match shift_bids(&first.bids, m.jobs, m.rounds, 1) {
+    let shifted = match shift_bids(&first.bids, m.jobs, m.rounds, 1, 1) {
         Ok(b) => b,
         Err(e) => panic!("{e}"),
     };
@@ -399,11 +403,11 @@ fn bad_inputs_name_their_argument() {
 fn shift_bids_drops_the_past_and_repeats_the_last_round() {
     let bids = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
     assert_eq!(
-        shift_bids(&bids, 2, 3, 1),
+        shift_bids(&bids, 2, 3, 1, 1),
         Ok(vec![2.0, 3.0, 3.0, 5.0, 6.0, 6.0])
     );
-    assert_eq!(shift_bids(&bids, 2, 3, 3), Ok(vec![0.0; 6]));
-    assert!(shift_bids(&bids, 2, 2, 1).is_err());
+    assert_eq!(shift_bids(&bids, 2, 3, 1, 3), Ok(vec![0.0; 6]));
+    assert!(shift_bids(&bids, 2, 2, 1, 1).is_err());
 }
 
 #[test]
@@ -424,6 +428,7 @@ fn rounding_respects_capacity_and_tracks_plans() {
     let input = RoundingInput {
         jobs,
         rounds,
+        types: 1,
         shares: &shares,
         gang_sizes: &gangs,
         supply: &supply,
@@ -460,6 +465,7 @@ fn backfill_fills_leftover_gpus_in_the_given_order() {
     let input = RoundingInput {
         jobs: 3,
         rounds: 2,
+        types: 1,
         shares: &shares,
         gang_sizes: &gangs,
         supply: &supply,

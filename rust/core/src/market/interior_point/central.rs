@@ -3,13 +3,13 @@
 
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_sum, row, row_mut};
-use super::{live, width, InteriorPoint};
+use super::{goods, live, width, InteriorPoint};
 
 impl InteriorPoint {
     /// Each buyer's barrier best response to the current prices, and multipliers that make the
     /// point exactly central: `x z = y v = r beta = s p = mu`.
     #[inline(always)]
-    pub(super) fn central_point<const W: usize>(
+    pub(super) fn central_point_scalar<const W: usize>(
         &mut self,
         inst: &Instance,
         mu: f64,
@@ -37,6 +37,19 @@ impl InteriorPoint {
                 b.beta[k] = 0.0;
             }
         }
+        self.central_slacks::<W, 1>(inst, mu);
+    }
+
+    /// After the shares of a central point: each good's slack and, where needed, its price (per
+    /// good; with one type, per round).
+    #[inline(always)]
+    pub(super) fn central_slacks<const W: usize, const K: usize>(
+        &mut self,
+        inst: &Instance,
+        mu: f64,
+    ) {
+        let rounds = goods::<W, K>(inst);
+        let (e, t) = (&mut self.e, &mut self.t);
         // A round that started without a price (floored) and whose best responses leave more
         // room than `mu / p` starts with that room as its slack and the price that keeps it
         // central, `mu / room`: a round nobody fills would otherwise start far from feasible, and
@@ -54,7 +67,7 @@ impl InteriorPoint {
             }
         }
         for tt in 0..rounds {
-            if inst.round_used[tt] {
+            if inst.good_used[tt] {
                 let room = inst.supply[tt] - t.rp[tt];
                 let central = mu / t.p[tt];
                 if self.unpriced[tt] && room > central {

@@ -76,12 +76,14 @@ mod central;
 mod passes;
 mod row_inverse;
 mod state;
+mod typed;
+mod typed_central;
 
 use super::certificate::Incumbent;
 use super::instance::Instance;
 use super::linalg::cholesky::{cholesky, cholesky_solve};
 use super::SolverStatus;
-use state::{Buyers, Entries, Pass, PassResult, Pending, Rounds, Scratch};
+use state::{Buyers, Entries, Pass, PassResult, Pending, Rounds, Scratch, Typed};
 
 /// Fraction of the distance to the boundary taken by a step.
 const STEP_TO_BOUNDARY: f64 = 0.995;
@@ -108,6 +110,10 @@ const MAX_ITERATIONS: usize = 300;
 const RESTART_BELOW: f64 = 0.1;
 const RESTART_AFTER: usize = 2;
 const MAX_RESTARTS: usize = 2;
+/// With GPU types: after this many iterations in a row whose barrier rose, the method recenters
+/// (at most `MAX_RECENTERS` times).
+const RECENTER_AFTER: usize = 3;
+const MAX_RECENTERS: usize = 3;
 /// Iterative refinement of the price step stops once every round's supply residual is below
 /// this fraction of its supply, or after `MAX_REFINEMENTS` corrections.
 const REFINE_ABOVE: f64 = 1e-10;
@@ -128,10 +134,15 @@ const NONE: usize = usize::MAX;
 pub(crate) struct InteriorPoint {
     e: Entries,
     b: Buyers,
+    /// Per good (with one type: per round).
     t: Rounds,
     w: Scratch,
-    /// Starting prices (floored), kept for restarts, and whether each was floored.
+    /// With GPU types only (empty otherwise).
+    k: Typed,
+    /// Starting prices (floored), kept for restarts, and whether each was floored; the starting
+    /// utilities.
     start_prices: Vec<f64>,
+    start_utilities: Vec<f64>,
     unpriced: Vec<bool>,
     /// The `T x T` price system, factored in place, and a copy for retries.
     schur: Vec<f64>,
@@ -163,25 +174,54 @@ pub(crate) struct Run {
 
 impl InteriorPoint {
     pub fn new(inst: &Instance) -> Self {
-        let (entries, buyers, rounds) = (inst.entries(), inst.buyers(), inst.rounds);
+        let (entries, buyers, rounds) = (inst.entries(), inst.buyers(), inst.goods());
+        let (slots, per_round, types) = (buyers * inst.rounds, inst.rounds, inst.types);
         let live = inst.a.iter().filter(|&&a| a > 0.0).count();
-        let used_rounds = inst.round_used.iter().filter(|&&u| u).count();
+        // slots holding a purchasable entry (with one type: the live entries)
+        let live_slots = if types == 1 {
+            live
+        } else {
+            (0..slots)
+                .filter(|&s| {
+                    let (b, t) = (s / per_round, s % per_round);
+                    (0..types).any(|k| inst.a[b * rounds + k * per_round + t] > 0.0)
+                })
+                .count()
+        };
+        let used_rounds = inst.good_used.iter().filter(|&&u| u).count();
         let ceilings = inst.ceil.iter().filter(|c| c.is_finite()).count();
         let e = || vec![0.0; entries];
         let b = || vec![0.0; buyers];
         let t = || vec![0.0; rounds];
+        let s = || vec![0.0; slots];
+        let r = || vec![0.0; if types > 1 { per_round } else { 0 }];
+        let typed_entries = if types > 1 { entries } else { 0 };
         Self {
             e: Entries {
                 x: e(),
-                y: e(),
+                y: s(),
                 z: e(),
-                v: e(),
+                v: s(),
                 ix: e(),
-                iy: e(),
-                isig: e(),
+                iy: s(),
+                isig: if types == 1 { e() } else { Vec::new() },
                 dx: e(),
                 cxi: e(),
-                cvi: e(),
+                cvi: s(),
+            },
+            k: Typed {
+                hata: vec![0.0; typed_entries],
+                r: vec![0.0; typed_entries],
+                n: vec![0.0; typed_entries * types],
+                q: vec![0.0; if types > 1 { slots } else { 0 }],
+                ops: r(),
+                eta: r(),
+                a2: r(),
+                pair: r(),
+                p1: r(),
+                p2: r(),
+                block: vec![0.0; if types > 1 { rounds * types } else { 0 }],
+                level: r(),
             },
             b: Buyers {
                 u: b(),
@@ -225,10 +265,12 @@ impl InteriorPoint {
                 schur_scales: [0.0; SCHUR_BLOCK],
             },
             start_prices: t(),
+            start_utilities: b(),
             unpriced: vec![false; rounds],
             schur: vec![0.0; rounds * rounds],
             schur_copy: vec![0.0; rounds * rounds],
-            complementarity_pairs: (2 * live + used_rounds + ceilings) as f64,
+            // x z per live entry, y v per live slot, s p per used good, r beta per ceiling
+            complementarity_pairs: (live + live_slots + used_rounds + ceilings) as f64,
             infeasibility: f64::INFINITY,
             pending: None,
             predicted_complementarity: f64::INFINITY,
@@ -249,8 +291,9 @@ impl InteriorPoint {
         best: &mut Incumbent,
         simd: bool,
     ) -> Run {
+        // (the typed passes run their rounds' types unrolled, in scalar code: no AVX2 copy)
         #[cfg(target_arch = "x86_64")]
-        if simd && std::arch::is_x86_feature_detected!("avx2") {
+        if simd && inst.types == 1 && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2, checked just above.
             #[allow(unsafe_code)]
             return unsafe { self.run_avx2(inst, start, tol, max_iter, best) };
@@ -274,7 +317,11 @@ impl InteriorPoint {
         max_iter: usize,
         best: &mut Incumbent,
     ) -> Run {
-        self.run_fixed(inst, start, tol, max_iter, best)
+        if inst.rounds == FIXED_WIDTH {
+            self.run_width::<FIXED_WIDTH, 1>(inst, start, tol, max_iter, best)
+        } else {
+            self.run_width::<0, 1>(inst, start, tol, max_iter, best)
+        }
     }
 
     /// The row loops are compiled for a fixed window of [`FIXED_WIDTH`] rounds (unrolled whole)
@@ -288,10 +335,23 @@ impl InteriorPoint {
         max_iter: usize,
         best: &mut Incumbent,
     ) -> Run {
-        if inst.rounds == FIXED_WIDTH {
-            self.run_width::<FIXED_WIDTH>(inst, start, tol, max_iter, best)
-        } else {
-            self.run_width::<0>(inst, start, tol, max_iter, best)
+        match inst.types {
+            1 if inst.rounds == FIXED_WIDTH => {
+                self.run_width::<FIXED_WIDTH, 1>(inst, start, tol, max_iter, best)
+            }
+            1 => self.run_width::<0, 1>(inst, start, tol, max_iter, best),
+            2 => self.run_width::<0, 2>(inst, start, tol, max_iter, best),
+            3 => self.run_width::<0, 3>(inst, start, tol, max_iter, best),
+            4 => self.run_width::<0, 4>(inst, start, tol, max_iter, best),
+            5 => self.run_width::<0, 5>(inst, start, tol, max_iter, best),
+            6 => self.run_width::<0, 6>(inst, start, tol, max_iter, best),
+            7 => self.run_width::<0, 7>(inst, start, tol, max_iter, best),
+            8 => self.run_width::<0, 8>(inst, start, tol, max_iter, best),
+            // refused by the instance's validation (at most MAX_TYPES)
+            _ => Run {
+                iterations: 0,
+                stop: SolverStatus::NumericalTrouble,
+            },
         }
     }
 
@@ -299,7 +359,7 @@ impl InteriorPoint {
     /// matches the start's duality gap, for at most `max_iter` iterations or until `best`
     /// certifies a relative gap `<= tol`.
     #[inline(always)]
-    fn run_width<const W: usize>(
+    fn run_width<const W: usize, const K: usize>(
         &mut self,
         inst: &Instance,
         start: &Start<'_>,
@@ -307,24 +367,11 @@ impl InteriorPoint {
         max_iter: usize,
         best: &mut Incumbent,
     ) -> Run {
-        let (prices, utilities) = (start.prices, start.utilities);
-        let highest = prices.iter().copied().fold(0.0, f64::max);
-        let total_supply: f64 = inst.supply.iter().sum();
-        let floor = if highest > 0.0 {
-            1e-3 * highest
-        } else {
-            1.0 / total_supply.max(1.0)
-        };
-        for (t, (p, &price)) in self.start_prices.iter_mut().zip(prices).enumerate() {
-            self.unpriced[t] = inst.round_used[t] && price < floor;
-            *p = if inst.round_used[t] {
-                price.max(floor)
-            } else {
-                0.0
-            };
-        }
+        self.set_start_prices(inst, start.prices);
+        self.start_utilities.copy_from_slice(start.utilities);
         let mut mu_start = start.gap / self.complementarity_pairs;
         let mut restarts = 0;
+        let (mut rising, mut recenters) = (0, 0);
         let mut fresh = true;
         let mut short_steps = 0;
         let mut mu = f64::INFINITY;
@@ -345,7 +392,9 @@ impl InteriorPoint {
             if fresh {
                 self.pending = None;
                 self.t.p.copy_from_slice(&self.start_prices);
-                self.central_point::<W>(inst, mu_start, utilities);
+                let utilities = std::mem::take(&mut self.start_utilities);
+                self.central_point::<W, K>(inst, mu_start, &utilities);
+                self.start_utilities = utilities;
                 mu = mu_start;
                 worst_residual = f64::INFINITY;
                 stalled = 0;
@@ -357,10 +406,10 @@ impl InteriorPoint {
             // The same sums in the same order as `prepare`, so the same bits either way.
             let light = self.pending.is_some() && self.predicted_complementarity <= certify_below;
             let total = if light {
-                self.apply_pending(inst);
-                self.complementarity::<W>(inst)
+                self.apply_pending::<K>(inst);
+                self.complementarity::<W, K>(inst)
             } else {
-                self.prepare::<W>(inst)
+                self.prepare::<W, K>(inst)
             };
             let mu_now = total / self.complementarity_pairs;
             let complementarity = mu_now * self.complementarity_pairs;
@@ -387,24 +436,39 @@ impl InteriorPoint {
                 }
             }
             if light {
-                self.prepare::<W>(inst);
+                self.prepare::<W, K>(inst);
             }
             iterations += 1;
             let infeasibility = self.primal_infeasibility(inst);
             self.infeasibility = infeasibility;
             let progress = mu_now <= 0.98 * mu || infeasibility <= 0.98 * worst_residual;
             stalled = if progress { 0 } else { stalled + 1 };
+            rising = if mu_now > mu { rising + 1 } else { 0 };
             mu = mu_now;
+            // With GPU types, a job far from its optimum (a small budget, a free type) can lose
+            // the central path while the rest converges: the barrier then rises step after
+            // step. Recenter: restart from the central point of the current prices and
+            // utilities at the current barrier.
+            if K > 1 && rising >= RECENTER_AFTER && recenters < MAX_RECENTERS {
+                recenters += 1;
+                let prices = std::mem::take(&mut self.t.p);
+                self.set_start_prices(inst, &prices);
+                self.t.p = prices;
+                self.start_utilities.copy_from_slice(&self.b.u);
+                mu_start = mu_now;
+                fresh = true;
+                continue;
+            }
             worst_residual = infeasibility;
             if stalled >= STALL_LIMIT {
                 stop = SolverStatus::Stalled;
                 break;
             }
-            if !cholesky(&mut self.schur, &mut self.schur_copy, inst.rounds) {
+            if !cholesky(&mut self.schur, &mut self.schur_copy, inst.goods()) {
                 stop = SolverStatus::NumericalTrouble;
                 break;
             }
-            let Some(primal_step) = self.step::<W>(inst, mu, tol) else {
+            let Some(primal_step) = self.step::<W, K>(inst, mu, tol) else {
                 stop = SolverStatus::NumericalTrouble;
                 break;
             };
@@ -421,18 +485,38 @@ impl InteriorPoint {
                 mu_start *= 10.0;
             }
         }
-        self.apply_pending(inst);
+        self.apply_pending::<K>(inst);
         if best.offer(inst, &self.e.x, &self.t.p) <= tol {
             stop = SolverStatus::Converged;
         }
         Run { iterations, stop }
     }
 
+    /// The starting prices: `prices` floored (at 1e-3 of the highest, or one over the total
+    /// supply if none is positive) on the goods someone can buy, 0 elsewhere.
+    fn set_start_prices(&mut self, inst: &Instance, prices: &[f64]) {
+        let highest = prices.iter().copied().fold(0.0, f64::max);
+        let total_supply: f64 = inst.supply.iter().sum();
+        let floor = if highest > 0.0 {
+            1e-3 * highest
+        } else {
+            1.0 / total_supply.max(1.0)
+        };
+        for (t, (p, &price)) in self.start_prices.iter_mut().zip(prices).enumerate() {
+            self.unpriced[t] = inst.good_used[t] && price < floor;
+            *p = if inst.good_used[t] {
+                price.max(floor)
+            } else {
+                0.0
+            };
+        }
+    }
+
     /// Largest supply residual relative to the round's supply (after [`Self::prepare`]).
     #[inline(always)]
     fn primal_infeasibility(&self, inst: &Instance) -> f64 {
-        (0..inst.rounds)
-            .filter(|&t| inst.round_used[t])
+        (0..inst.goods())
+            .filter(|&t| inst.good_used[t])
             .map(|t| self.t.rp[t].abs() / inst.supply[t])
             .fold(0.0, f64::max)
     }
@@ -441,8 +525,12 @@ impl InteriorPoint {
     /// back-substitute, and refine the price step against the exactly computed supply residual
     /// of `(dx, dp)`. `None` if the direction is not finite or cannot be made accurate.
     #[inline(always)]
-    fn direction<const W: usize>(&mut self, inst: &Instance, pass: Pass) -> Option<PassResult> {
-        let rounds = width::<W>(inst);
+    fn direction<const W: usize, const K: usize>(
+        &mut self,
+        inst: &Instance,
+        pass: Pass,
+    ) -> Option<PassResult> {
+        let rounds = goods::<W, K>(inst);
         self.t.dp.copy_from_slice(&self.t.rhs);
         cholesky_solve(&self.schur, rounds, &mut self.t.dp);
         // The price system is ill-conditioned near the optimum, but the supply residual of
@@ -451,12 +539,12 @@ impl InteriorPoint {
             if !self.t.dp.iter().all(|d| d.is_finite()) {
                 return None;
             }
-            let result = self.back_substitute::<W>(inst, pass);
+            let result = self.back_substitute::<W, K>(inst, pass);
             let t = &mut self.t;
             // Residual base + sum n dx - (s/p) dp of the supply equations.
             let mut worst: f64 = 0.0;
             for tt in 0..rounds {
-                t.rhs[tt] = if inst.round_used[tt] {
+                t.rhs[tt] = if inst.good_used[tt] {
                     let residual = t.base[tt] + t.flow[tt] - t.s[tt] / t.p[tt] * t.dp[tt];
                     worst = worst.max(residual.abs() / inst.supply[tt]);
                     residual
@@ -494,18 +582,23 @@ impl InteriorPoint {
     /// One predictor-corrector step, left pending (applied by the next [`Self::prepare`]);
     /// returns the primal step length, or `None` if a direction could not be computed.
     #[inline(always)]
-    fn step<const W: usize>(&mut self, inst: &Instance, mu: f64, tol: f64) -> Option<f64> {
-        let rounds = width::<W>(inst);
+    fn step<const W: usize, const K: usize>(
+        &mut self,
+        inst: &Instance,
+        mu: f64,
+        tol: f64,
+    ) -> Option<f64> {
+        let rounds = goods::<W, K>(inst);
         let t = &mut self.t;
         for tt in 0..rounds {
-            t.base[tt] = if inst.round_used[tt] {
+            t.base[tt] = if inst.good_used[tt] {
                 t.rp[tt] - t.s[tt]
             } else {
                 0.0
             };
             t.rhs[tt] = t.base[tt] + t.r0[tt];
         }
-        let predictor = self.direction::<W>(inst, Pass::Predictor)?;
+        let predictor = self.direction::<W, K>(inst, Pass::Predictor)?;
         let (ap, ad) = predictor.limits.steps();
         let [c1, c2, c3] = predictor.poly;
         let complementarity = mu * self.complementarity_pairs;
@@ -521,14 +614,14 @@ impl InteriorPoint {
         // worsens the conditioning.
         let target = (centering * mu).max(MU_FLOOR * tol / self.complementarity_pairs);
         for tt in 0..rounds {
-            t.base[tt] = if inst.round_used[tt] {
+            t.base[tt] = if inst.good_used[tt] {
                 t.rp[tt] + (target - t.cs[tt]) / t.p[tt] - t.s[tt]
             } else {
                 0.0
             };
             t.rhs[tt] = t.base[tt] + t.r0[tt] + target * t.rtau[tt] + t.rcorr[tt];
         }
-        let corrector = self.direction::<W>(inst, Pass::Corrector { target })?;
+        let corrector = self.direction::<W, K>(inst, Pass::Corrector { target })?;
         let (ap, ad) = corrector.limits.steps();
         let (ap, ad) = (
             (STEP_TO_BOUNDARY * ap).min(1.0),
@@ -547,14 +640,84 @@ impl InteriorPoint {
     }
 }
 
-/// The row length: `W` when the loops are compiled for it (then `inst.rounds == W`), else the
-/// market's.
+/// The passes, for one GPU type (`K = 1`: the scalar passes, `passes.rs` and `central.rs`) or
+/// several (`typed.rs`, `typed_central.rs`), chosen at compile time. With one type every job's
+/// round is a single entry, and the scalar passes are the typed ones with `1 x 1` blocks, written
+/// for them.
+impl InteriorPoint {
+    #[inline(always)]
+    fn central_point<const W: usize, const K: usize>(
+        &mut self,
+        inst: &Instance,
+        mu: f64,
+        utilities: &[f64],
+    ) {
+        if K == 1 {
+            self.central_point_scalar::<W>(inst, mu, utilities);
+        } else {
+            self.central_point_typed::<K>(inst, mu, utilities);
+        }
+    }
+
+    #[inline(always)]
+    fn prepare<const W: usize, const K: usize>(&mut self, inst: &Instance) -> f64 {
+        if K == 1 {
+            self.prepare_scalar::<W>(inst)
+        } else {
+            self.prepare_typed::<K>(inst)
+        }
+    }
+
+    #[inline(always)]
+    fn complementarity<const W: usize, const K: usize>(&mut self, inst: &Instance) -> f64 {
+        if K == 1 {
+            self.complementarity_scalar::<W>(inst)
+        } else {
+            self.complementarity_typed::<K>(inst)
+        }
+    }
+
+    #[inline(always)]
+    fn apply_pending<const K: usize>(&mut self, inst: &Instance) {
+        if K == 1 {
+            self.apply_pending_scalar(inst);
+        } else {
+            self.apply_pending_typed::<K>(inst);
+        }
+    }
+
+    #[inline(always)]
+    fn back_substitute<const W: usize, const K: usize>(
+        &mut self,
+        inst: &Instance,
+        pass: Pass,
+    ) -> PassResult {
+        if K == 1 {
+            self.back_substitute_scalar::<W>(inst, pass)
+        } else {
+            self.back_substitute_typed::<K>(inst, pass)
+        }
+    }
+}
+
+/// The rounds of the window: `W` when the loops are compiled for it (then `inst.rounds == W`),
+/// else the market's.
 #[inline(always)]
 fn width<const W: usize>(inst: &Instance) -> usize {
     if W == 0 {
         inst.rounds
     } else {
         W
+    }
+}
+
+/// The goods (the price system's order): with one type the rounds ([`width`]).
+#[inline(always)]
+fn goods<const W: usize, const K: usize>(inst: &Instance) -> usize {
+    if K == 1 {
+        width::<W>(inst)
+    } else {
+        inst.rounds * K
     }
 }
 

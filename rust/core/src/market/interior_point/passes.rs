@@ -1,7 +1,9 @@
-//! The two fused passes over the entries that make most of an iteration: [`InteriorPoint::prepare`]
-//! (apply the pending step, then the reciprocals, the `T x T` price system and its right-hand
-//! sides) and [`InteriorPoint::back_substitute`] (a direction's shares, its step limits and, in
-//! the predictor, the second-order terms), with the complementarity and the lighter update pass.
+//! The two fused passes over the entries that make most of an iteration, for one GPU type:
+//! [`InteriorPoint::prepare_scalar`] (apply the pending step, then the reciprocals, the `T x T`
+//! price system and its right-hand sides) and [`InteriorPoint::back_substitute_scalar`] (a
+//! direction's shares, its step limits and, in the predictor, the second-order terms), with the
+//! complementarity and the lighter update pass. (`typed.rs` has the same passes for GPU types;
+//! [`InteriorPoint::prepare`] and the others dispatch.)
 
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_dot, lane_sum, row, row_mut};
@@ -13,7 +15,7 @@ impl InteriorPoint {
     /// The total complementarity `sum x z + y v + s p + r beta` of the current point, summed as
     /// [`Self::prepare`] sums it.
     #[inline(always)]
-    pub(super) fn complementarity<const W: usize>(&mut self, inst: &Instance) -> f64 {
+    pub(super) fn complementarity_scalar<const W: usize>(&mut self, inst: &Instance) -> f64 {
         let rounds = width::<W>(inst);
         let (e, b, t) = (&self.e, &self.b, &self.t);
         let comp = &mut self.w.c1[..rounds];
@@ -31,7 +33,7 @@ impl InteriorPoint {
         }
         total += entry_total;
         for tt in 0..rounds {
-            if inst.round_used[tt] {
+            if inst.good_used[tt] {
                 total += t.s[tt] * t.p[tt];
             }
         }
@@ -43,8 +45,8 @@ impl InteriorPoint {
     #[inline(always)]
     pub(super) fn apply_pending_scalars(&mut self, inst: &Instance, step: Pending) {
         let (b, t) = (&mut self.b, &mut self.t);
-        for tt in 0..inst.rounds {
-            if inst.round_used[tt] {
+        for tt in 0..inst.goods() {
+            if inst.good_used[tt] {
                 t.s[tt] += step.primal * t.ds[tt];
                 t.p[tt] += step.dual * t.dp[tt];
             }
@@ -59,7 +61,7 @@ impl InteriorPoint {
 
     /// Apply the pending step, if any, in a pass of its own.
     #[inline(always)]
-    pub(super) fn apply_pending(&mut self, inst: &Instance) {
+    pub(super) fn apply_pending_scalar(&mut self, inst: &Instance) {
         if let Some(step) = self.pending.take() {
             self.apply_pending_scalars(inst, step);
             let e = &mut self.e;
@@ -85,7 +87,7 @@ impl InteriorPoint {
     /// second-order terms, zero in the predictor itself). Returns the total complementarity
     /// `sum x z + y v + s p + r beta`.
     #[inline(always)]
-    pub(super) fn prepare<const W: usize>(&mut self, inst: &Instance) -> f64 {
+    pub(super) fn prepare_scalar<const W: usize>(&mut self, inst: &Instance) -> f64 {
         let rounds = width::<W>(inst);
         let pending = self.pending.take();
         if let Some(step) = pending {
@@ -214,7 +216,7 @@ impl InteriorPoint {
         for tt in 0..rounds {
             t.rp[tt] += t.s[tt] - inst.supply[tt];
             let diag = &mut schur[tt * rounds + tt];
-            if inst.round_used[tt] {
+            if inst.good_used[tt] {
                 *diag += t.s[tt] / t.p[tt];
                 total += t.s[tt] * t.p[tt];
             } else {
@@ -231,7 +233,7 @@ impl InteriorPoint {
     /// residual's `sum n dx` in `t.flow`, the step limits, and (predictor) the second-order terms
     /// and their price right-hand side `t.rcorr`, or (corrector) the stored direction.
     #[inline(always)]
-    pub(super) fn back_substitute<const W: usize>(
+    pub(super) fn back_substitute_scalar<const W: usize>(
         &mut self,
         inst: &Instance,
         pass: Pass,
@@ -382,7 +384,7 @@ impl InteriorPoint {
             Pass::Corrector { target } => (target, 1.0),
         };
         for tt in 0..rounds {
-            if inst.round_used[tt] {
+            if inst.good_used[tt] {
                 let (s, p, dp) = (t.s[tt], t.p[tt], t.dp[tt]);
                 let ds = (target - corr * t.cs[tt] - s * p - s * dp) / p;
                 t.ds[tt] = ds;

@@ -3,23 +3,58 @@
 
 use super::SCHUR_BLOCK;
 
-/// Per-entry state, dense `buyers x rounds` (entries that are not purchasable hold
-/// `x = 0, y = 1, z = v = 0` and zero reciprocals, which removes them from every sum).
+/// Per-entry state, dense `buyers x goods`, and per-slot state, dense `buyers x rounds` (a slot
+/// is a job's round: its one gang, over the types). With one GPU type a slot is an entry and the
+/// two layouts are the same. Entries that are not purchasable hold `x = 0, z = 0` and zero
+/// reciprocals, slots without a purchasable entry `y = 1, v = 0`, which removes them from every
+/// sum.
 #[derive(Default)]
 pub(super) struct Entries {
     pub(super) x: Vec<f64>,
+    /// Slack of the slot's cap, `y = 1 - sum_k x` (per slot).
     pub(super) y: Vec<f64>,
     pub(super) z: Vec<f64>,
+    /// Multiplier of the slot's cap (per slot).
     pub(super) v: Vec<f64>,
-    /// Reciprocals of x, y and sigma of the current point (0 where not purchasable).
+    /// Reciprocals of x, y (per slot) and, with one type, sigma of the current point (0 where
+    /// not purchasable).
     pub(super) ix: Vec<f64>,
     pub(super) iy: Vec<f64>,
     pub(super) isig: Vec<f64>,
     /// The current (corrector) share direction.
     pub(super) dx: Vec<f64>,
-    /// Second-order terms of the predictor over the bound: `dx dz / x` and `-dx dv / y`.
+    /// Second-order terms of the predictor over the bounds: `dx dz / x` (per entry) and
+    /// `dy dv / y` (per slot).
     pub(super) cxi: Vec<f64>,
     pub(super) cvi: Vec<f64>,
+}
+
+/// With GPU types: each job's Newton block, `M = diag(zeta) + (per slot) eta 1 1^T + gamma a a^T`
+/// (see `typed.rs`), as the passes use it.
+#[derive(Default)]
+pub(super) struct Typed {
+    /// `B^{-1} a` per entry, `B` the block without the utility term: the rank-one part of the
+    /// price system and of every solve.
+    pub(super) hata: Vec<f64>,
+    /// `E^{-1} a / L` per entry (`E` a slot's block given the rest of its job, see `typed.rs`).
+    pub(super) r: Vec<f64>,
+    /// `E^{-1}` per slot, per job `types x types x rounds` (entry `(k, j)` of round `t` at
+    /// `(k types + j) rounds + t`).
+    pub(super) n: Vec<f64>,
+    /// A slot's share of `kappa`, `Q = a^T B^{-1} a`, per slot.
+    pub(super) q: Vec<f64>,
+    /// Per-round scratch of one job: `1 + eta S`, `eta`, the sums `A2` and `Pair` over a round's
+    /// types, two rows of per-round sums (`(B^{-1} a) . g`, then `R`).
+    pub(super) ops: Vec<f64>,
+    pub(super) eta: Vec<f64>,
+    pub(super) a2: Vec<f64>,
+    pub(super) pair: Vec<f64>,
+    pub(super) p1: Vec<f64>,
+    pub(super) p2: Vec<f64>,
+    /// The price system's within-round blocks, accumulated apart (`types x types x rounds`).
+    pub(super) block: Vec<f64>,
+    /// Per-round scratch of the central point: the level `lambda` of each round.
+    pub(super) level: Vec<f64>,
 }
 
 /// Per-buyer state.

@@ -10,8 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from shockwave.heterogeneous.engine import HeterogeneousConfig
     from shockwave.heterogeneous.protocol import TypedAllocationPolicy
+    from shockwave.heterogeneous.simulate import HeterogeneousConfig
     from shockwave.heterogeneous.typed_jobs import TypedJobs
 
 FloatArray = npt.NDArray[np.float64]
@@ -25,7 +25,7 @@ class HeterogeneousResult:
     Attributes:
         policy: the policy's name; ``gavel_policy``: Gavel's name for it.
         cluster: the cluster spec (``v100:12,p100:12,k80:12``).
-        round_seconds, seed: the run's settings.
+        round_seconds, seed, mechanics: the run's settings.
         job_ids: the jobs; ``arrival``, ``completion``: seconds (``completion`` NaN for a
             dropped job); ``jct``: completion minus arrival, seconds (NaN when dropped).
         dropped: jobs Gavel's failure rule dropped.
@@ -38,7 +38,8 @@ class HeterogeneousResult:
             each job sharing them).
         lease_extension_share: the fraction of Gavel's lease-extension opportunities (a job of
             the previous round still active) in which an entry kept exactly its GPUs (Gavel's
-            ``get_num_lease_extensions``, as a fraction).
+            ``get_num_lease_extensions``, as a fraction; 0 under the exact mechanics, which do
+            not place gangs on GPUs).
         rounds: round boundaries simulated.
         wall_seconds, policy_seconds: wall time of the run and of the policy calls (not
             results: they are left out of :meth:`to_dict`).
@@ -50,6 +51,7 @@ class HeterogeneousResult:
     types: tuple[str, ...]
     round_seconds: float
     seed: int
+    mechanics: str
     job_ids: IntArray
     arrival: FloatArray
     completion: FloatArray
@@ -95,6 +97,7 @@ class HeterogeneousResult:
             types=jobs.cluster.types,
             round_seconds=float(config.round_seconds),
             seed=config.seed,
+            mechanics=config.mechanics,
             job_ids=jobs.job_ids.copy(),
             arrival=jobs.arrival.copy(),
             completion=completion.copy(),
@@ -124,7 +127,7 @@ class HeterogeneousResult:
             "policy": self.policy,
             "gavel_policy": self.gavel_policy,
             "cluster": self.cluster,
-            "mechanics": "gavel",
+            "mechanics": self.mechanics,
             "round_seconds": self.round_seconds,
             "seed": self.seed,
             "jobs": int(self.job_ids.shape[0]),

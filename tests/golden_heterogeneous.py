@@ -28,6 +28,7 @@ from typing import Any
 from shockwave.heterogeneous import (
     TYPED_POLICIES,
     GavelSolverError,
+    HeterogeneousResult,
     TypedJobs,
     load_typed_trace,
     simulate_heterogeneous,
@@ -80,12 +81,21 @@ def jobs_of(set_name: str) -> TypedJobs:
     )
 
 
+@cache
+def result_of(set_name: str, policy: str) -> HeterogeneousResult | GavelSolverError:
+    """One run (shared by the golden and the fidelity tests of one process), or the solver
+    failure it stops with."""
+    try:
+        return simulate_heterogeneous(jobs_of(set_name), policy)
+    except GavelSolverError as exc:
+        return exc
+
+
 def output(case: Case) -> dict[str, Any]:
     """The case's result JSON, or the error it stops with."""
-    try:
-        result = simulate_heterogeneous(jobs_of(case.set_name), case.policy)
-    except GavelSolverError as exc:
-        return {"error": f"{type(exc).__name__}: {exc}"}
+    result = result_of(case.set_name, case.policy)
+    if isinstance(result, GavelSolverError):
+        return {"error": f"{type(result).__name__}: {result}"}
     return {"result": result.to_json()}
 
 

@@ -51,9 +51,8 @@ class ByTime(TypedAllocationPolicy):
     """Gives every job all its time on the first type before ``switch`` seconds, on the second
     after (a policy that moves a job between types, for hand-checked cases)."""
 
-    name = "by-time"
-
     def __init__(self, switch: float) -> None:
+        self.name = "by-time"
         self.switch = switch
 
     def allocate(self, state: TypedAllocationState) -> FloatArray:

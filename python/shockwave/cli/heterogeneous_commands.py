@@ -25,6 +25,7 @@ from shockwave.heterogeneous import (
     resolve_typed_policy,
     simulate_heterogeneous,
 )
+from shockwave.heterogeneous.simulate import TypedMechanics
 
 #: Options of the homogeneous simulator that a typed run does not take.
 _UNSUPPORTED = ("actual", "config", "round_overhead_seconds")
@@ -99,7 +100,7 @@ def _prepare(
         raise UsageError(f"{', '.join(given)} not available with --cluster yet")
     if args.gpus is not None:
         raise UsageError("give either --gpus (identical GPUs) or --cluster, not both")
-    mechanics = args.mechanics or "gavel"
+    mechanics: TypedMechanics = "exact" if args.mechanics == "exact" else "gavel"
     penalty = getattr(args, "restart_penalty_seconds", None)
     if penalty is not None and mechanics != "exact":
         raise UsageError(

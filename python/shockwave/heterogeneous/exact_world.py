@@ -46,7 +46,10 @@ class ExactTypedWorld(TypedWorld):
     """The ``exact`` mechanics on a typed cluster (see the module notes).
 
     Args:
-        books, jobs, allocation, round_seconds: as :class:`TypedWorld`.
+        books: the run's books.
+        jobs: the typed jobs.
+        allocation: the run's typed allocator.
+        round_seconds: round length tau, seconds.
         restart_penalty_seconds: what a job loses when it starts, restarts or changes type.
     """
 

@@ -37,7 +37,7 @@ import numpy.typing as npt
 from shockwave.persistence import StateReader
 from shockwave.rounds.mechanism import RoundMechanism
 from shockwave.rounds.world import Decision
-from shockwave.scheduling.protocol import AllocationPolicy, PolicyBase
+from shockwave.scheduling.protocol import AllocationPolicy, PolicyBase, RoundPolicy
 from shockwave.scheduling.state import ClusterState
 
 if TYPE_CHECKING:
@@ -113,8 +113,12 @@ class AllocationRounds(RoundAllocator):
         self.recompute_interval_seconds = recompute_interval_seconds
 
     def check_policy(self, policy: PolicyBase) -> None:
-        if not isinstance(policy, AllocationPolicy):
+        if isinstance(policy, RoundPolicy):
             raise ValueError("an allocation policy needs a round mechanism, a round policy none")
+        if not isinstance(policy, AllocationPolicy):
+            raise TypeError(
+                f"policy must be an AllocationPolicy or a RoundPolicy, got {type(policy).__name__}"
+            )
 
     def admit(self, jobs: IntArray) -> None:
         self.mechanism.admit(jobs)

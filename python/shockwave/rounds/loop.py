@@ -11,8 +11,10 @@ At every boundary ``k`` the loop:
    job is active, the world moves the clock to the next arrival's boundary
    (:meth:`ClusterWorld.idle_until`), or the run ends when no job is left to arrive;
 4. asks the policy and checks its answer (:mod:`shockwave.rounds.decision`): a round policy's
-   jobs directly; an allocation policy's fractions through the round mechanism
-   (:mod:`shockwave.rounds.allocation`);
+   jobs directly; an allocation policy's answer through the loop's allocator
+   (:class:`~shockwave.rounds.allocation.RoundAllocator`: the round mechanism of a homogeneous
+   cluster's fractions, :mod:`shockwave.rounds.allocation`, or of a typed cluster's shares per
+   GPU type, :mod:`shockwave.heterogeneous.allocation`, whose decision says each gang's type);
 5. logs the round, tells the observers (:meth:`RoundObserver.round_decided`: a journal writes
    the round here, before it acts), and has the world carry the decision out
    (:meth:`ClusterWorld.run_round`).

@@ -75,7 +75,10 @@ class Decision:
 
     def gpus_used(self, gang: IntArray) -> int:
         """GPUs the round's gangs hold (``gang``: every job's gang size; a pair holds one)."""
-        return int(gang[self.jobs].sum() - gang[self.pairs[:, 1]].sum())
+        used = int(gang[self.jobs].sum())
+        if self.pairs.shape[0]:
+            used -= int(gang[self.pairs[:, 1]].sum())
+        return used
 
 
 class ClusterWorld(ABC):

@@ -169,3 +169,33 @@ def test_a_typed_run_restored_from_a_snapshot_ends_bit_for_bit(policy: str, mech
     config = HeterogeneousConfig(mechanics=mechanics)
     straight = simulate_heterogeneous(jobs, policy, config).to_json()
     assert _resumed(jobs, policy, config, stop=40) == straight
+
+
+@pytest.mark.parametrize(
+    ("policy", "makespan", "completion"),
+    [
+        ("fifo", 5100.0, [100.0, 850.0, 5100.0]),
+        ("gavel", 5100.0, [100.0, 850.0, 5100.0]),
+        ("gavel-agnostic", 5200.0, [100.0, 1030.0, 5200.0]),
+    ],
+)
+def test_gavels_boundary_with_no_job_is_kept(
+    policy: str, makespan: float, completion: list[float]
+) -> None:
+    # the cluster empties at 850 s (1,030 s) and the third job arrives at 5,000 s: Gavel's loop
+    # holds a boundary with no job (6 rounds in all) and draws the type order there (the agnostic
+    # policy's later rounds depend on it). The numbers are those of the typed simulator's own
+    # loop before it moved onto the round loop (main at facf24a).
+    jobs = TypedJobs(
+        job_ids=np.arange(3, dtype=np.int64),
+        job_types=("toy",) * 3,
+        arrival=np.array([0.0, 100.0, 5000.0]),
+        gang=np.ones(3, dtype=np.int64),
+        weight=np.ones(3),
+        total_steps=np.array([1000, 3000, 1000], dtype=np.int64),
+        throughput=np.array([[10.0, 5.0], [4.0, 2.0], [10.0, 5.0]]),
+        cluster=ClusterSpec.parse("a:1,b:1"),
+    )
+    result = simulate_heterogeneous(jobs, policy)
+    assert result.makespan == makespan and result.rounds == 6
+    assert result.completion.tolist() == completion

@@ -199,3 +199,11 @@ def test_gavels_boundary_with_no_job_is_kept(
     result = simulate_heterogeneous(jobs, policy)
     assert result.makespan == makespan and result.rounds == 6
     assert result.completion.tolist() == completion
+
+
+def test_the_restart_penalty_is_checked_against_the_round_under_exact_only() -> None:
+    assert HeterogeneousConfig(round_seconds=10.0).mechanics == "gavel"  # no penalty in Gavel's
+    with pytest.raises(ValueError, match="shorter than a round"):
+        HeterogeneousConfig(round_seconds=10.0, mechanics="exact")
+    with pytest.raises(ValueError, match="mechanics must be"):
+        HeterogeneousConfig(mechanics="fast")  # type: ignore[arg-type]

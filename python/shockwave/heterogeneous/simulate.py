@@ -81,9 +81,12 @@ class HeterogeneousConfig:
         if self.mechanics not in ("gavel", "exact"):
             raise ValueError(f"mechanics must be 'gavel' or 'exact', got {self.mechanics!r}")
         penalty = self.restart_penalty_seconds
-        if not (np.isfinite(penalty) and 0.0 <= penalty < self.round_seconds):
+        if not (np.isfinite(penalty) and penalty >= 0.0):
+            raise ValueError(f"restart_penalty_seconds must be finite and >= 0, got {penalty!r}")
+        if self.mechanics == "exact" and penalty >= self.round_seconds:
             raise ValueError(
-                f"restart_penalty_seconds must be in [0, round_seconds), got {penalty!r}"
+                f"restart_penalty_seconds ({penalty!r}) must be shorter than a round "
+                f"({self.round_seconds!r} s) under the exact mechanics"
             )
 
 

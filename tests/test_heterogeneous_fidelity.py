@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shockwave.heterogeneous import TypedJobs, load_typed_trace, simulate_heterogeneous
+from shockwave.heterogeneous import HeterogeneousResult
+from tests.golden_heterogeneous import SETS, result_of
 
 DATA = Path(__file__).parent / "data" / "gavel"
 BOUND = {"T2": 0.02, "H1": 0.05, "H2": 0.05, "H3": 0.05, "H4": 0.05}
@@ -64,12 +65,12 @@ def references() -> dict[str, Any]:
     return data
 
 
-@cache
-def jobs_of(name: str) -> TypedJobs:
-    entry = references()["sets"][name]
-    return load_typed_trace(
-        DATA / entry["trace"], DATA / "simulation_throughputs.json.gz", entry["cluster"]
-    )
+def _run(name: str, policy: str) -> HeterogeneousResult:
+    """The run of ``policy`` on set ``name`` (shared with ``tests/test_heterogeneous_golden.py``
+    within one process)."""
+    result = result_of(name, policy)
+    assert not isinstance(result, Exception), result
+    return result
 
 
 def cases(fast: bool) -> list[Any]:
@@ -92,7 +93,7 @@ def cases(fast: bool) -> list[Any]:
 @pytest.mark.parametrize(("name", "ours", "gavel"), cases(fast=True))
 def test_rule_policies_match_every_jct(name: str, ours: str, gavel: str) -> None:
     ref = references()["sets"][name]["policies"][gavel]
-    result = simulate_heterogeneous(jobs_of(name), ours)
+    result = _run(name, ours)
     assert result.makespan == pytest.approx(ref["makespan"], rel=1e-12)
     assert result.avg_jct == pytest.approx(ref["avg_jct"], rel=1e-12)
     expected = np.array([np.nan if v is None else v for v in ref["jct"]])
@@ -103,7 +104,7 @@ def test_rule_policies_match_every_jct(name: str, ours: str, gavel: str) -> None
 @pytest.mark.parametrize(("name", "ours", "gavel"), cases(fast=False))
 def test_solver_policies_within_the_bound(name: str, ours: str, gavel: str) -> None:
     ref = references()["sets"][name]["policies"][gavel]
-    result = simulate_heterogeneous(jobs_of(name), ours)
+    result = _run(name, ours)
     bound = BOUND[name]
     makespan_error = result.makespan / ref["makespan"] - 1.0
     jct_error = result.avg_jct / ref["avg_jct"] - 1.0
@@ -111,3 +112,9 @@ def test_solver_policies_within_the_bound(name: str, ours: str, gavel: str) -> N
     assert abs(jct_error) <= bound, f"average JCT {100 * jct_error:+.2f} %"
     lease = 100 * result.lease_extension_share - ref["lease_extension_pct"]
     assert abs(lease) <= 100 * bound, f"lease-extension share {lease:+.2f} points"
+
+
+def test_the_runs_are_of_the_references_traces_and_clusters() -> None:
+    for name, entry in references()["sets"].items():
+        assert entry["trace"] == f"{name}.trace"
+        assert SETS[name] == entry["cluster"]

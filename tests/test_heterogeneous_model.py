@@ -149,13 +149,31 @@ def test_the_command_line_runs_a_typed_cluster(
     assert json.loads(out.read_text())["policy"] == "fifo"
 
 
+def test_the_command_line_runs_the_exact_mechanics_on_a_typed_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    code = main([
+        "simulate", "--trace", str(DATA / "H4.trace"), "--throughputs", str(THROUGHPUTS),
+        "--cluster", "v100:6,p100:6,k80:6", "--mechanics", "exact", "--restart-penalty-seconds",
+        "10", "--policy", "gavel", "--output", str(out),
+    ])  # fmt: skip
+    assert code == 0
+    assert "gavel (Gavel: max_min_fairness_perf) on v100:6,p100:6,k80:6, exact mechanics" in (
+        capsys.readouterr().out
+    )
+    result = json.loads(out.read_text())
+    assert result["mechanics"] == "exact" and result["lease_extension_share"] == 0.0
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
         (["--cluster", "v100:4,a100:4", "--policy", "gavel"], "GPU type 'a100'"),
         (["--cluster", "v100:4", "--gpus", "4", "--policy", "gavel"], "either --gpus"),
         (["--cluster", "v100:4", "--policy", "shockwave"], "not available on a heterogeneous"),
-        (["--cluster", "v100:4", "--mechanics", "exact", "--policy", "gavel"], "Gavel's mech"),
+        (["--cluster", "v100:4", "--mechanics", "exact", "--policy", "gandiva"], "mechanics only"),
+        (["--cluster", "v100:4", "--restart-penalty-seconds", "5", "--policy", "gavel"], "exact"),
         (["--cluster", "v100:x", "--policy", "gavel"], "count must be a positive integer"),
     ],
 )

@@ -1,9 +1,9 @@
 """``simulate`` and ``compare`` on a heterogeneous cluster (``--cluster v100:12,p100:12,k80:12``).
 
-Runs Gavel's simulator mechanics on the typed cluster (:mod:`shockwave.heterogeneous`): the jobs
-of a ``.trace`` with their throughput on every type of ``--throughputs``, Gavel's round
-mechanism and policies (``gavel``, ``themis``, ``mst``, ``ossp``, ``fifo`` and their
-``-agnostic`` forms; Gavel's names are accepted too).
+Runs a typed cluster (:mod:`shockwave.heterogeneous`) under Gavel's simulator mechanics (the
+default) or ``--mechanics exact``: the jobs of a ``.trace`` with their throughput on every type
+of ``--throughputs``, Gavel's round mechanism and policies (``gavel``, ``themis``, ``mst``,
+``ossp``, ``fifo`` and their ``-agnostic`` forms; Gavel's names are accepted too).
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from shockwave.heterogeneous import (
     resolve_typed_policy,
     simulate_heterogeneous,
 )
+from shockwave.heterogeneous.simulate import TypedMechanics
 
 #: The files ``compare --cluster --plots DIR`` writes.
 PLOT_FILES = ("utilization_by_type.png", "gpu_hours_by_type.png")
 #: Options of the homogeneous simulator that a typed run does not take.
-_UNSUPPORTED = ("actual", "config", "restart_penalty_seconds", "round_overhead_seconds")
+_UNSUPPORTED = ("actual", "config", "round_overhead_seconds")
 
 
 def simulate(args: argparse.Namespace) -> int:
@@ -105,8 +106,13 @@ def _prepare(
         raise UsageError(f"{', '.join(given)} not available with --cluster yet")
     if args.gpus is not None:
         raise UsageError("give either --gpus (identical GPUs) or --cluster, not both")
-    if (args.mechanics or "gavel") != "gavel":
-        raise UsageError("--cluster runs Gavel's mechanics only for now (--mechanics gavel)")
+    mechanics: TypedMechanics = "exact" if args.mechanics == "exact" else "gavel"
+    penalty = getattr(args, "restart_penalty_seconds", None)
+    if penalty is not None and mechanics != "exact":
+        raise UsageError(
+            "--restart-penalty-seconds applies to --mechanics exact with --cluster (Gavel's "
+            "simulator has no restart penalty)"
+        )
     if not args.trace:
         raise UsageError("--trace is required")
     if not args.throughputs:
@@ -119,6 +125,8 @@ def _prepare(
         config = HeterogeneousConfig(
             round_seconds=360.0 if args.round_seconds is None else args.round_seconds,
             seed=0 if args.seed is None else args.seed,
+            mechanics=mechanics,
+            **({} if penalty is None else {"restart_penalty_seconds": penalty}),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -134,7 +142,10 @@ def _prepare(
 
 
 def _run(jobs: TypedJobs, name: str, config: HeterogeneousConfig) -> HeterogeneousResult:
-    return simulate_heterogeneous(jobs, make_typed_policy(name, config.seed), config)
+    policy = make_typed_policy(name, config.seed)
+    if config.mechanics == "exact" and policy.packs_jobs:
+        raise UsageError(f"--policy {name} packs jobs onto shared GPUs: gavel mechanics only")
+    return simulate_heterogeneous(jobs, policy, config)
 
 
 def _write(path: str, option: str, text: str) -> None:

@@ -128,7 +128,8 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         "--cluster",
         metavar="SPEC",
         help="a heterogeneous cluster, e.g. v100:12,p100:12,k80:12 (types of --throughputs): "
-        "Gavel's mechanics and heterogeneity-aware policies (docs/simulator.md)",
+        "heterogeneity-aware policies under Gavel's mechanics (the default with --cluster) or "
+        "--mechanics exact (docs/simulator.md)",
     )
     parser.add_argument(
         "--actual",

@@ -31,7 +31,7 @@ _TINY_THROUGHPUT = 1e-10
 class GavelAlloX(TypedAllocationPolicy):
     """Gavel's ``allox`` (see the module notes)."""
 
-    name = "allox"
+    name: str = "allox"  # type: ignore[misc]  # the base's per-instance name
     gavel_name = "allox"
 
     def __init__(self, alpha: float = 1.0) -> None:

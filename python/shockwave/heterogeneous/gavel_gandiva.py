@@ -30,7 +30,7 @@ from shockwave.heterogeneous.protocol import FloatArray, TypedAllocationPolicy, 
 class GavelGandiva(TypedAllocationPolicy):
     """Gavel's ``gandiva`` (see the module notes)."""
 
-    name = "gandiva"
+    name: str = "gandiva"  # type: ignore[misc]  # the base's per-instance name
     gavel_name = "gandiva"
     packs_jobs = True
 

@@ -100,7 +100,7 @@ class TypedMaxMinFairness(TypedAllocationPolicy):
 class TypedMaxSumThroughput(TypedAllocationPolicy):
     """``mst`` (Gavel's ``max_sum_throughput_perf``)."""
 
-    name = "mst"
+    name: str = "mst"  # type: ignore[misc]  # the base's per-instance name
     gavel_name = "max_sum_throughput_perf"
 
     def allocate(self, state: TypedAllocationState) -> FloatArray:

@@ -12,7 +12,9 @@ entry is a job or, for the packing policies, a pair of jobs sharing the same GPU
 * **priority** ``p[e, k] = X[e, k] / (t[e, k] / W[k])``; 0 for an entry without an allocation
   (created since the last reset), with ``X[e, k] = 0`` or with no throughput on ``k`` (for a
   pair: either job's co-located throughput); ``X[e, k] * 1e9`` while ``t`` or ``W[k]`` is 0;
-* **deficit** at each reset: ``d[e, k] += X[e, k] (now - last reset) - (t[e, k] - tau / 2)``;
+* **deficit** at each reset: ``d[e, k] += X[e, k] (now - last reset) - (t[e, k] - tau / 2)``
+  (Gavel's), or, when the allocation changes every round (the ``exact`` mechanics), the share
+  of time the entry was entitled to, accrued round by round at the allocation in force;
 * **scan**: the types are visited in order (the cluster's, or shuffled every round for the
   heterogeneity-agnostic policies, as Gavel shuffles them for its policies without ``Perf`` or
   ``Packing`` in their names); each type's entries are sorted by ``(p, d, X)`` descending, ties in
@@ -28,9 +30,12 @@ Pairs exist only under a packing policy: every two active jobs with the same gan
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from shockwave.persistence import StateReader
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -98,6 +103,62 @@ class _Pairs:
         """Slots of the existing pairs, in creation order."""
         return np.flatnonzero(self.alive[: self.size]).astype(np.int64)
 
+    def snapshot(self) -> dict[str, Any]:
+        used = self.size
+        return {name: getattr(self, name)[:used].copy() for name in _PAIR_ARRAYS}
+
+    def restore(self, saved: StateReader, num_jobs: int, num_types: int) -> None:
+        members = saved.array("members", np.int64, (None, 2))
+        size = members.shape[0]
+        if np.any((members < 0) | (members >= num_jobs)):
+            raise saved.error("members", "a job index is out of range")
+        shapes = {
+            "time_received": (size, num_types),
+            "deficit": (size, num_types),
+            "allocation": (size, num_types),
+            "throughput": (size, num_types, 2),
+            "in_allocation": (size,),
+            "alive": (size,),
+            "position": (size,),
+        }
+        arrays = {"members": members}
+        for name, shape in shapes.items():
+            arrays[name] = saved.array(name, _PAIR_ARRAYS[name], shape)
+        saved.done()
+        capacity = max(size, 1)
+        for name, value in arrays.items():
+            full = np.zeros((capacity, *value.shape[1:]), dtype=value.dtype)
+            full[:size] = value
+            setattr(self, name, full)
+        self.size = size
+        self.slot = {
+            (int(a), int(b)): s
+            for s, (a, b) in enumerate(members.tolist())
+            if bool(arrays["alive"][s])
+        }
+
+
+#: The arrays of the pairs in a snapshot, with their dtypes.
+_PAIR_ARRAYS: dict[str, type[np.generic]] = {
+    "members": np.int64,
+    "time_received": np.float64,
+    "deficit": np.float64,
+    "allocation": np.float64,
+    "throughput": np.float64,
+    "in_allocation": np.bool_,
+    "alive": np.bool_,
+    "position": np.int64,
+}
+#: The per-job arrays of the mechanism in a snapshot, with their dtypes.
+_JOB_ARRAYS: dict[str, type[np.generic]] = {
+    "time_received": np.float64,
+    "deficit": np.float64,
+    "allocation": np.float64,
+    "entitlement": np.float64,
+    "in_allocation": np.bool_,
+    "position": np.int64,
+}
+
 
 class TypedRoundMechanism:
     """Per-entry, per-type counters of Gavel's mechanism for every job of a workload (and, with
@@ -123,6 +184,9 @@ class TypedRoundMechanism:
         self.type_total = np.zeros(num_types, dtype=np.float64)
         self.deficit = np.zeros((num_jobs, num_types), dtype=np.float64)
         self.allocation = np.zeros((num_jobs, num_types), dtype=np.float64)
+        # Time each job was entitled to on each type since the last reset, accrued round by
+        # round (the exact mechanics); Gavel's mechanics use ``X * elapsed`` at the reset.
+        self.entitlement = np.zeros((num_jobs, num_types), dtype=np.float64)
         self.in_allocation = np.zeros(num_jobs, dtype=bool)
         self.position = np.zeros(num_jobs, dtype=np.int64)
         self.last_reset_time = 0.0
@@ -134,6 +198,41 @@ class TypedRoundMechanism:
     def packing(self) -> bool:
         return self.pairs is not None
 
+    def snapshot(self) -> dict[str, Any]:
+        """The mechanism's state, as data (:mod:`shockwave.persistence`)."""
+        out: dict[str, Any] = {name: getattr(self, name).copy() for name in _JOB_ARRAYS}
+        out.update(
+            type_total=self.type_total.copy(),
+            last_reset_time=self.last_reset_time,
+            created=self._created,
+            pairs=None if self.pairs is None else self.pairs.snapshot(),
+        )
+        return out
+
+    def restore(self, saved: StateReader) -> None:
+        """Take back :meth:`snapshot` (of a mechanism over as many jobs and types, with pairs
+        or without as this one), every field checked.
+
+        Raises:
+            shockwave.persistence.StateFormatError: naming the field that does not fit.
+        """
+        n, k = self.allocation.shape
+        arrays = {
+            name: saved.array(name, dtype, (n, k) if dtype is np.float64 else (n,))
+            for name, dtype in _JOB_ARRAYS.items()
+        }
+        type_total = saved.array("type_total", np.float64, (k,))
+        last_reset_time = saved.number("last_reset_time")
+        created = saved.integer("created", 0)
+        if (saved.raw("pairs") is None) != (self.pairs is None):
+            raise saved.error("pairs", "saved for a policy that packs jobs differently")
+        if self.pairs is not None:
+            self.pairs.restore(saved.table("pairs"), n, k)
+        saved.done()
+        for name, value in arrays.items():
+            setattr(self, name, value)
+        self.type_total, self.last_reset_time, self._created = type_total, last_reset_time, created
+
     def admit(self, jobs: IntArray, active: IntArray, gang: IntArray, job_ids: IntArray) -> None:
         """Start the counters of newly admitted ``jobs`` (no allocation until the next reset);
         ``active`` are the jobs admitted before them, in admission order, ``gang`` and
@@ -141,6 +240,7 @@ class TypedRoundMechanism:
         self.time_received[jobs] = self.half_round
         self.deficit[jobs] = 0.0
         self.allocation[jobs] = 0.0
+        self.entitlement[jobs] = 0.0
         self.in_allocation[jobs] = False
         present = active.tolist()
         for job in jobs.tolist():
@@ -173,14 +273,22 @@ class TypedRoundMechanism:
             return np.zeros((0, self.type_total.shape[0], 2))
         return np.array(self.pairs.throughput[self.pairs.live()], dtype=np.float64)
 
-    def reset(self, active: IntArray, now: float) -> None:
-        """Fold the time received since the last reset into the deficits; restart the counters."""
+    def reset(self, active: IntArray, now: float, *, accrued: bool = False) -> None:
+        """Fold the time received since the last reset into the deficits; restart the counters.
+
+        ``accrued``: use the entitlement accrued round by round (:meth:`accrue`) instead of
+        Gavel's ``X * (now - last reset)`` with the allocation in force at the reset.
+        """
         elapsed = now - self.last_reset_time
         received = self.time_received[active] - self.half_round
         allocated = self.in_allocation[active][:, None]
-        should = np.where(allocated, self.allocation[active] * elapsed, 0.0)
+        if accrued:
+            should = self.entitlement[active]
+        else:
+            should = np.where(allocated, self.allocation[active] * elapsed, 0.0)
         self.deficit[active] += should - received
         self.time_received[active] = self.half_round
+        self.entitlement[active] = 0.0
         entries = active.shape[0]
         if self.pairs is not None:
             live = self.pairs.live()
@@ -211,6 +319,12 @@ class TypedRoundMechanism:
             if pair_allocation is None:
                 pair_allocation = np.zeros((live.shape[0], self.type_total.shape[0]))
             self.pairs.allocation[live] = pair_allocation
+
+    def accrue(self, active: IntArray, seconds: float) -> None:
+        """Credit ``seconds`` of round time at the allocation in force (the exact mechanics;
+        packing policies, whose pairs it does not credit, run under Gavel's only)."""
+        allocated = active[self.in_allocation[active]]
+        self.entitlement[allocated] += self.allocation[allocated] * seconds
 
     def record_run(self, entry: Entry, worker_type: int, seconds: float) -> None:
         """Add one run's execution time to the entry's counter on its type and to the type's
@@ -245,12 +359,16 @@ class TypedRoundMechanism:
         type_order: list[int],
         *,
         run_zero_priority: bool,
+        priorities_first: bool = False,
     ) -> list[tuple[Entry, int]]:
         """The round's ``(entry, type)`` pairs in the scan's order.
 
         ``gang`` and ``throughput`` are aligned with ``active``; ``counts`` are the GPUs of each
         type. Entries without an allocation are included (Gavel reserves their GPUs in the scan;
-        its placement then drops them): see :meth:`allocated`.
+        its placement then drops them): see :meth:`allocated`. ``priorities_first`` (the exact
+        mechanics): scan every type for the entries of positive priority first, then fill the
+        GPUs left with the others (Gavel's single scan lets the first type visited take an
+        entry of priority 0 there before a later type where its priority is positive).
         """
         n = active.shape[0]
         if n == 0:
@@ -285,20 +403,22 @@ class TypedRoundMechanism:
         left = counts.astype(np.int64).copy()
         taken: set[int] = set()
         chosen: list[tuple[Entry, int]] = []
-        for k in type_order:
-            order = np.lexsort((position, -x[:, k], -deficit[:, k], -priority[:, k]))
-            ok = runnable[order, k]
-            if not run_zero_priority:
-                ok &= priority[order, k] > 0.0
-            for e in order[ok].tolist():
-                if left[k] == 0:
-                    break
-                entry = members[e]
-                if any(job in taken for job in entry) or entry_gang[e] > left[k]:
-                    continue
-                left[k] -= entry_gang[e]
-                taken.update(entry)
-                chosen.append((entry, k))
+        scans = (False, True) if priorities_first else (run_zero_priority,)
+        for zero_priority in scans:
+            for k in type_order:
+                order = np.lexsort((position, -x[:, k], -deficit[:, k], -priority[:, k]))
+                ok = runnable[order, k]
+                if not zero_priority:
+                    ok &= priority[order, k] > 0.0
+                for e in order[ok].tolist():
+                    if left[k] == 0:
+                        break
+                    entry = members[e]
+                    if any(job in taken for job in entry) or entry_gang[e] > left[k]:
+                        continue
+                    left[k] -= entry_gang[e]
+                    taken.update(entry)
+                    chosen.append((entry, k))
         return chosen
 
     def allocated(self, entry: Entry) -> bool:

@@ -17,9 +17,11 @@ in the simulation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from shockwave.heterogeneous.mechanism import Entry
+from shockwave.persistence import StateReader
 
 
 class GavelPlacement:
@@ -47,7 +49,7 @@ class GavelPlacement:
         gang: Callable[[Entry], int],
         allocated: Callable[[Entry], bool],
         active: Callable[[Entry], bool],
-        type_order: Sequence[int],
+        type_order: Iterable[int],
     ) -> None:
         """Place the round's ``chosen`` entries (in the scan's order) and count the leases."""
         for entry in self.previous:
@@ -88,3 +90,37 @@ class GavelPlacement:
     def extension_share(self) -> float:
         """Extensions over opportunities (0 with no opportunity), a fraction."""
         return self.extensions / self.opportunities if self.opportunities else 0.0
+
+    def snapshot(self) -> dict[str, Any]:
+        """The previous round's placement and the counts, as data."""
+        return {
+            "previous": [[list(e), k, list(ids)] for e, (k, ids) in self.previous.items()],
+            "opportunities": self.opportunities,
+            "extensions": self.extensions,
+        }
+
+    def restore(self, saved: StateReader, num_jobs: int) -> None:
+        """Take back :meth:`snapshot`, every field checked."""
+        raw = saved.raw("previous")
+        if not isinstance(raw, list):
+            raise saved.error("previous", "expected a list of placements")
+        previous: dict[Entry, tuple[int, tuple[int, ...]]] = {}
+        for item in raw:
+            ok = isinstance(item, list) and len(item) == 3
+            if ok:
+                entry, k, ids = item
+                ok = (
+                    isinstance(entry, list)
+                    and all(isinstance(j, int) and 0 <= j < num_jobs for j in entry)
+                    and isinstance(k, int)
+                    and 0 <= k < len(self.gpus)
+                    and isinstance(ids, list)
+                    and all(isinstance(g, int) and g in self.gpus[k] for g in ids)
+                )
+            if not ok:
+                raise saved.error("previous", f"not a placement: {item!r:.80}")
+            previous[tuple(entry)] = (k, tuple(ids))
+        opportunities = saved.integer("opportunities", 0)
+        extensions = saved.integer("extensions", 0)
+        saved.done()
+        self.previous, self.opportunities, self.extensions = previous, opportunities, extensions

@@ -9,11 +9,17 @@ failure, and at least ``recompute_interval_seconds`` after the previous one).
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import random
+from abc import abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from shockwave.persistence import StateFormatError
+from shockwave.scheduling.protocol import PolicyBase
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -57,7 +63,7 @@ class TypedAllocationState:
         return int(self.job_ids.shape[0])
 
 
-class TypedAllocationPolicy(ABC):
+class TypedAllocationPolicy(PolicyBase):
     """A heterogeneity-aware (or deliberately agnostic) allocation policy.
 
     Class attributes:
@@ -72,15 +78,41 @@ class TypedAllocationPolicy(ABC):
             per pair of ``state.pairs``, in that order.
     """
 
-    name: str = "typed-policy"
+    name: str = "typed-policy"  # type: ignore[misc]  # set per instance (aware or agnostic)
     gavel_name: str = ""
     runs_zero_priority_jobs: bool = True
     shuffles_type_order: bool = False
     packs_jobs: bool = False
 
-    def reset(self) -> None:
-        """Forget any state kept between calls (called before a simulation)."""
-        return None
+    def snapshot(self) -> dict[str, Any]:
+        """Every instance attribute, as data; a random generator as its state (the round loop
+        saves it in a :class:`~shockwave.rounds.RoundSnapshot`)."""
+        plain = {
+            key: (value.getstate() if isinstance(value, random.Random) else value)
+            for key, value in vars(self).items()
+        }
+        saved = dict(vars(self))
+        try:
+            vars(self).update(plain)
+            return super().snapshot()
+        finally:
+            vars(self).update(saved)
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        generators = {k: v for k, v in vars(self).items() if isinstance(v, random.Random)}
+        plain = {key: value.getstate() for key, value in generators.items()}
+        vars(self).update(plain)
+        try:
+            super().restore(state)
+            for key, generator in generators.items():
+                try:
+                    generator.setstate(vars(self)[key])
+                except (TypeError, ValueError) as exc:
+                    raise StateFormatError(
+                        f"policy {self.name!r}.{key}: not a random generator's state ({exc})"
+                    ) from None
+        finally:
+            vars(self).update(generators)
 
     def check_jobs(self, job_ids: list[int], gang: list[int]) -> None:
         """Raise ``ValueError`` naming a job the policy cannot schedule (called before a run)."""

@@ -17,8 +17,8 @@ from shockwave.metrics import unfair_fraction
 if TYPE_CHECKING:
     import pandas as pd  # imported when a frame is asked for (it takes a while to import)
 
-    from shockwave.heterogeneous.engine import HeterogeneousConfig
     from shockwave.heterogeneous.protocol import TypedAllocationPolicy
+    from shockwave.heterogeneous.simulate import HeterogeneousConfig
     from shockwave.heterogeneous.typed_jobs import TypedJobs
 
 FloatArray = npt.NDArray[np.float64]
@@ -32,7 +32,7 @@ class HeterogeneousResult:
     Attributes:
         policy: the policy's name; ``gavel_policy``: Gavel's name for it.
         cluster: the cluster spec (``v100:12,p100:12,k80:12``).
-        round_seconds, seed: the run's settings.
+        round_seconds, seed, mechanics: the run's settings.
         job_ids: the jobs; ``arrival``, ``completion``: seconds (``completion`` NaN for a
             dropped job); ``jct``: completion minus arrival, seconds (NaN when dropped).
         dropped: jobs Gavel's failure rule dropped.
@@ -52,7 +52,8 @@ class HeterogeneousResult:
             each job sharing them).
         lease_extension_share: the fraction of Gavel's lease-extension opportunities (a job of
             the previous round still active) in which an entry kept exactly its GPUs (Gavel's
-            ``get_num_lease_extensions``, as a fraction).
+            ``get_num_lease_extensions``, as a fraction; 0 under the exact mechanics, which do
+            not place gangs on GPUs).
         rounds: round boundaries simulated.
         wall_seconds, policy_seconds: wall time of the run and of the policy calls (not
             results: they are left out of :meth:`to_dict`).
@@ -64,6 +65,7 @@ class HeterogeneousResult:
     types: tuple[str, ...]
     round_seconds: float
     seed: int
+    mechanics: str
     job_ids: IntArray
     arrival: FloatArray
     completion: FloatArray
@@ -118,6 +120,7 @@ class HeterogeneousResult:
             types=jobs.cluster.types,
             round_seconds=float(config.round_seconds),
             seed=config.seed,
+            mechanics=config.mechanics,
             job_ids=jobs.job_ids.copy(),
             arrival=jobs.arrival.copy(),
             completion=completion.copy(),
@@ -151,7 +154,7 @@ class HeterogeneousResult:
             "policy": self.policy,
             "gavel_policy": self.gavel_policy,
             "cluster": self.cluster,
-            "mechanics": "gavel",
+            "mechanics": self.mechanics,
             "round_seconds": self.round_seconds,
             "seed": self.seed,
             "jobs": int(self.job_ids.shape[0]),
@@ -188,7 +191,8 @@ class HeterogeneousResult:
         by_type = ", ".join(f"{k} {v:.3f}" for k, v in self.utilization_by_type.items())
         dropped = int(self.dropped.sum())
         return (
-            f"{self.policy} (Gavel: {self.gavel_policy}) on {self.cluster}, gavel mechanics: "
+            f"{self.policy} (Gavel: {self.gavel_policy}) on {self.cluster}, "
+            f"{self.mechanics} mechanics: "
             f"makespan {self.makespan:.1f} s, average JCT {self.avg_jct:.1f} s, worst rho "
             f"{self.worst_ftf:.3f}, unfair {100.0 * self.unfair_fraction:.1f} %, utilisation "
             f"{self.utilization:.3f} ({by_type}), {self.rounds} rounds"

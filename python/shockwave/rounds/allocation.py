@@ -17,6 +17,11 @@ counters are reset is a property of the world:
   allows it.
 
 Both return the chosen jobs (internal indices) in the mechanism's selection order.
+
+Both are :class:`RoundAllocator` s: what the round loop asks of whatever turns an allocation
+policy's answer into a round's :class:`~shockwave.rounds.world.Decision`. A typed cluster's
+policies (``X[i, k]``, a share of time on each GPU type) have theirs in
+:mod:`shockwave.heterogeneous.allocation`.
 """
 
 from __future__ import annotations
@@ -24,15 +29,19 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from shockwave.persistence import StateReader
 from shockwave.rounds.mechanism import RoundMechanism
-from shockwave.scheduling.protocol import AllocationPolicy
+from shockwave.rounds.world import Decision
+from shockwave.scheduling.protocol import AllocationPolicy, PolicyBase, RoundPolicy
 from shockwave.scheduling.state import ClusterState
+
+if TYPE_CHECKING:
+    from shockwave.rounds.loop import RoundLoop
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -40,16 +49,53 @@ IntArray = npt.NDArray[np.int64]
 
 @dataclass(frozen=True)
 class AllocationStep:
-    """One boundary's use of the mechanism: the chosen jobs and, when the policy was asked,
-    the state it saw and its (checked) fractions."""
+    """One boundary's use of an allocator: the round's decision and, when the policy was
+    asked, the state it saw (``None`` for a typed policy, whose state is its own) and its
+    checked answer (a homogeneous policy's fractions, a typed policy's ``X[e, k]``)."""
 
-    chosen: IntArray
+    decision: Decision
     state: ClusterState | None
     fractions: FloatArray | None
 
 
-class AllocationRounds(ABC):
-    """The round mechanism of a run and when it asks the policy (see the module notes).
+class RoundAllocator(ABC):
+    """Turns an allocation policy's answer into each round's decision, and says when the policy
+    is asked (see the module notes); the round loop holds one for an allocation policy."""
+
+    @abstractmethod
+    def check_policy(self, policy: PolicyBase) -> None:
+        """Refuse a policy of another kind.
+
+        Raises:
+            ValueError: naming what the allocator needs.
+        """
+
+    @abstractmethod
+    def admit(self, jobs: IntArray) -> None:
+        """Start the counters of the jobs (internal indices) the loop has just admitted."""
+
+    @abstractmethod
+    def choose(
+        self, loop: RoundLoop, round_index: int, now: float, active: IntArray
+    ) -> AllocationStep:
+        """The decision of round ``round_index`` among ``active``; the policy is asked through
+        ``loop`` (its state, its answer checked, its time booked)."""
+
+    def note_change(self) -> None:  # noqa: B027 - only the on-changes cadences listen
+        """The set of jobs changed (an arrival, a completion or a failure)."""
+
+    @abstractmethod
+    def snapshot(self) -> dict[str, Any]:
+        """The allocator's state, as data."""
+
+    @abstractmethod
+    def restore(self, saved: StateReader) -> None:
+        """Take back :meth:`snapshot`, every field checked."""
+
+
+class AllocationRounds(RoundAllocator):
+    """Gavel's round mechanism over a homogeneous cluster's fractions, and its cadence (see the
+    module notes).
 
     Args:
         jobs: jobs in the workload.
@@ -66,8 +112,36 @@ class AllocationRounds(ABC):
         self.gpus = gpus
         self.recompute_interval_seconds = recompute_interval_seconds
 
-    @abstractmethod
+    def check_policy(self, policy: PolicyBase) -> None:
+        if isinstance(policy, RoundPolicy):
+            raise ValueError("an allocation policy needs a round mechanism, a round policy none")
+        if not isinstance(policy, AllocationPolicy):
+            raise TypeError(
+                f"policy must be an AllocationPolicy or a RoundPolicy, got {type(policy).__name__}"
+            )
+
+    def admit(self, jobs: IntArray) -> None:
+        self.mechanism.admit(jobs)
+
     def choose(
+        self, loop: RoundLoop, round_index: int, now: float, active: IntArray
+    ) -> AllocationStep:
+        policy = loop.policy
+        assert isinstance(policy, AllocationPolicy)
+        chosen, state, fractions = self.select(
+            policy,
+            round_index,
+            now,
+            active,
+            loop.ledger.gang[active],
+            lambda: loop.state(now, round_index, active),
+            loop.ask_fractions,
+            lambda: loop.world.throughput(active),
+        )
+        return AllocationStep(Decision(chosen), state, fractions)
+
+    @abstractmethod
+    def select(
         self,
         policy: AllocationPolicy,
         round_index: int,
@@ -77,15 +151,13 @@ class AllocationRounds(ABC):
         state: Callable[[], ClusterState],
         ask: Callable[[ClusterState], FloatArray],
         throughput: Callable[[], FloatArray],
-    ) -> AllocationStep:
-        """The gangs of round ``round_index`` among ``active`` (``gang`` aligned with it).
+    ) -> tuple[IntArray, ClusterState | None, FloatArray | None]:
+        """The gangs of round ``round_index`` among ``active`` (``gang`` aligned with it), the
+        state the policy saw and its fractions (``None`` when it was not asked).
 
         ``state()`` builds the policy's state, ``ask(state)`` asks the policy (checked
         fractions), ``throughput()`` gives ``active``'s isolated throughputs without a state.
         """
-
-    def note_change(self) -> None:  # noqa: B027 - only the on-changes cadence listens
-        """The set of jobs changed (an arrival, a completion or a failure)."""
 
     def snapshot(self) -> dict[str, Any]:
         """The mechanism's state (and the cadence's), as data."""
@@ -100,7 +172,7 @@ class AllocationRounds(ABC):
 class EveryRound(AllocationRounds):
     """The policy is asked every round (see the module notes)."""
 
-    def choose(
+    def select(
         self,
         policy: AllocationPolicy,
         round_index: int,
@@ -110,7 +182,7 @@ class EveryRound(AllocationRounds):
         state: Callable[[], ClusterState],
         ask: Callable[[ClusterState], FloatArray],
         throughput: Callable[[], FloatArray],
-    ) -> AllocationStep:
+    ) -> tuple[IntArray, ClusterState | None, FloatArray | None]:
         mechanism = self.mechanism
         seen = state()
         first = round_index == 0
@@ -122,7 +194,7 @@ class EveryRound(AllocationRounds):
             active, gang, np.asarray(seen.throughput), self.gpus, run_zero_priority=True
         )
         mechanism.accrue(active, self.round_seconds)
-        return AllocationStep(chosen, seen, fractions)
+        return chosen, seen, fractions
 
 
 class OnChanges(AllocationRounds):
@@ -139,7 +211,7 @@ class OnChanges(AllocationRounds):
     def note_change(self) -> None:
         self.changed = True
 
-    def choose(
+    def select(
         self,
         policy: AllocationPolicy,
         round_index: int,
@@ -149,7 +221,7 @@ class OnChanges(AllocationRounds):
         state: Callable[[], ClusterState],
         ask: Callable[[ClusterState], FloatArray],
         throughput: Callable[[], FloatArray],
-    ) -> AllocationStep:
+    ) -> tuple[IntArray, ClusterState | None, FloatArray | None]:
         mechanism = self.mechanism
         seen = fractions = None
         since = now - mechanism.last_reset_time
@@ -169,7 +241,7 @@ class OnChanges(AllocationRounds):
         )
         # Jobs admitted since the last recompute have no allocation: the original reserves their
         # GPUs in the scan, then drops them, and the GPUs stay idle for the round.
-        return AllocationStep(selected[mechanism.in_allocation[selected]], seen, fractions)
+        return selected[mechanism.in_allocation[selected]], seen, fractions
 
     def snapshot(self) -> dict[str, Any]:
         return {**super().snapshot(), "changed": self.changed}

@@ -17,6 +17,8 @@ IntArray = npt.NDArray[np.int64]
 
 #: Tolerance on returned time fractions (a solver's 1 + 1e-12 is accepted and clipped to 1).
 FRACTION_TOLERANCE = 1e-9
+#: Tolerance on a typed policy's shares ``X[e, k]`` (its interior-point solutions).
+SHARE_TOLERANCE = 1e-6
 
 
 def check_fractions(policy: str, raw: object, state: ClusterState) -> FloatArray:
@@ -78,3 +80,24 @@ def check_round(
     if used > gpus:
         raise PolicyOutputError(f"{policy}: the round needs {used} GPUs but the cluster has {gpus}")
     return chosen
+
+
+def check_typed_allocation(policy: str, raw: object, shape: tuple[int, int]) -> FloatArray:
+    """A typed policy's answer as shares ``X[e, k]`` in ``[0, 1]`` of ``shape`` (entries x GPU
+    types; values within :data:`SHARE_TOLERANCE` outside are clipped).
+
+    Raises:
+        PolicyOutputError: for an answer that is not numeric, of the wrong shape, not finite,
+            or outside ``[0, 1]``.
+    """
+    try:
+        x = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise PolicyOutputError(f"{policy}: the allocation is not numeric ({exc})") from None
+    if x.shape != shape:
+        raise PolicyOutputError(f"{policy}: expected an allocation of shape {shape}, got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise PolicyOutputError(f"{policy}: the allocation must be finite")
+    if np.any(x < -SHARE_TOLERANCE) or np.any(x > 1.0 + SHARE_TOLERANCE):
+        raise PolicyOutputError(f"{policy}: shares must lie in [0, 1]")
+    return np.clip(x, 0.0, 1.0)

@@ -42,45 +42,45 @@ _JOB_ARRAYS: dict[str, type[np.generic]] = {
 }
 
 
-class JobLedger:
-    """The books of one run over ``workload`` on ``gpus`` GPUs.
+class JobBooks:
+    """The books of one run over jobs given as arrays, in admission order (internal indices).
+
+    The round loop needs only these; :class:`JobLedger` adds the workload (its profiles, the
+    policy's state and the record). A typed cluster's jobs (:mod:`shockwave.heterogeneous`)
+    keep their books here directly.
 
     Args:
-        workload: the jobs as they run (their profiles drive the world; their summed epoch
-            durations are the finish-time-fairness denominators).
+        job_ids: each job's identifier.
+        arrival: arrival times, seconds, non-decreasing.
+        gang: GPUs each job needs.
+        weight: priority weights.
+        exclusive: seconds each job needs alone (the bound on the rounds any sane policy needs).
         gpus: GPUs in the cluster.
-        view: the workload handed to policies and recorded, when it differs from the jobs as
-            they run (the planned view: the same jobs with their plans as profiles).
-
-    Raises:
-        ValueError: for an empty workload, or a job whose gang does not fit in the cluster.
+        position: each job's position in its workload or trace (``None``: the same order).
     """
 
-    def __init__(self, workload: Workload, gpus: int, view: Workload | None = None) -> None:
-        if len(workload) == 0:
+    def __init__(
+        self,
+        *,
+        job_ids: IntArray,
+        arrival: FloatArray,
+        gang: IntArray,
+        weight: FloatArray,
+        exclusive: FloatArray,
+        gpus: int,
+        position: IntArray | None = None,
+    ) -> None:
+        n = int(job_ids.shape[0])
+        if n == 0:
             raise ValueError("the workload holds no jobs")
-        self.workload = workload
-        self.view = workload if view is None else view
-        self.gpus = gpus
-        raw_arrival = workload.arrival_times
-        # internal index -> position in workload.jobs (admission order)
-        self.position = np.lexsort((np.arange(len(workload)), raw_arrival)).astype(np.int64)
-        self.jobs = [workload.jobs[int(p)] for p in self.position]
-        n = len(self.jobs)
         self.n = n
-        self.arrival = raw_arrival[self.position]
-        self.gang = np.array([j.gang_size for j in self.jobs], dtype=np.int64)
-        self.weight = np.array([j.weight for j in self.jobs], dtype=np.float64)
-        self.job_ids = np.array([j.job_id for j in self.jobs], dtype=np.int64)
-        self.num_epochs = np.array([j.num_epochs for j in self.jobs], dtype=np.int64)
-        # Summed in epoch order, as the original's sum() over the profile list.
-        self.exclusive = np.array([j.profile.total_seconds for j in self.jobs], dtype=np.float64)
-        too_big = np.flatnonzero(self.gang > gpus)
-        if too_big.shape[0]:
-            job = self.jobs[int(too_big[0])]
-            raise ValueError(
-                f"job {job.job_id} needs {job.gang_size} GPUs but the cluster has {gpus}"
-            )
+        self.gpus = gpus
+        self.position = np.arange(n, dtype=np.int64) if position is None else position
+        self.job_ids = job_ids
+        self.arrival = arrival
+        self.gang = gang
+        self.weight = weight
+        self.exclusive = exclusive
         self.admitted = np.zeros(n, dtype=bool)
         self.done = np.zeros(n, dtype=bool)
         self.dropped = np.zeros(n, dtype=bool)
@@ -147,12 +147,13 @@ class JobLedger:
         self._completed_since.extend(jobs.tolist())
 
     def record_round(
-        self, round_index: int, now: float, active: IntArray, dispatched: IntArray
+        self, round_index: int, now: float, active: IntArray, dispatched: IntArray, gpus_used: int
     ) -> None:
-        """Log the round and update the per-job run/queue counters."""
+        """Log the round (``gpus_used``: the GPUs its gangs hold) and update the per-job
+        run/queue counters."""
         self.round_start.append(now)
         self.round_active.append(int(active.shape[0]))
-        self.round_gpus_used.append(int(self.gang[dispatched].sum()))
+        self.round_gpus_used.append(gpus_used)
         self.round_busy.append(0.0)
         self.round_policy_seconds.append(self.policy_seconds)
         self.policy_seconds = 0.0
@@ -161,6 +162,104 @@ class JobLedger:
         self.rounds_run[dispatched] += 1
         self.previous_round_run[dispatched] = self.last_round_run[dispatched]
         self.last_round_run[dispatched] = round_index
+
+    # ------------------------------------------------------------------------ snapshots
+    def snapshot(self) -> dict[str, Any]:
+        """The books' state, as data (:mod:`shockwave.persistence`)."""
+        out: dict[str, Any] = {name: getattr(self, name).copy() for name in _JOB_ARRAYS}
+        out.update(
+            samples=self.samples.snapshot(),
+            next_arrival=self.next_arrival,
+            finished=self.finished,
+            arrived_since=np.array(self._arrived_since, dtype=np.int64),
+            completed_since=np.array(self._completed_since, dtype=np.int64),
+            round_start=np.array(self.round_start, dtype=np.float64),
+            round_active=np.array(self.round_active, dtype=np.int64),
+            round_gpus_used=np.array(self.round_gpus_used, dtype=np.int64),
+            round_busy=np.array(self.round_busy, dtype=np.float64),
+            round_policy_seconds=np.array(self.round_policy_seconds, dtype=np.float64),
+        )
+        return out
+
+    def restore(self, saved: StateReader) -> None:
+        """Take back :meth:`snapshot` (of books over the same workload), every field checked.
+
+        Raises:
+            shockwave.persistence.StateFormatError: naming the field that does not fit.
+        """
+        n = self.n
+        arrays = {name: saved.array(name, dtype, (n,)) for name, dtype in _JOB_ARRAYS.items()}
+        self.samples.restore(saved.table("samples"))
+        next_arrival = saved.integer("next_arrival", 0, n)
+        finished = saved.integer("finished", 0, n)
+        events = {}
+        for name in ("arrived_since", "completed_since"):
+            events[name] = saved.array(name, np.int64, (None,))
+            if np.any((events[name] < 0) | (events[name] >= n)):
+                raise saved.error(name, "a job index is out of range")
+        rounds = saved.array("round_start", np.float64, (None,))
+        logged = (rounds.shape[0],)
+        logs = (
+            saved.array("round_active", np.int64, logged),
+            saved.array("round_gpus_used", np.int64, logged),
+            saved.array("round_busy", np.float64, logged),
+            saved.array("round_policy_seconds", np.float64, logged),
+        )
+        saved.done()
+        for name, value in arrays.items():
+            setattr(self, name, value)
+        self.next_arrival, self.finished = next_arrival, finished
+        self._arrived_since = events["arrived_since"].tolist()
+        self._completed_since = events["completed_since"].tolist()
+        self.round_start = rounds.tolist()
+        self.round_active = logs[0].tolist()
+        self.round_gpus_used = logs[1].tolist()
+        self.round_busy = logs[2].tolist()
+        self.round_policy_seconds = logs[3].tolist()
+        self.policy_seconds = 0.0
+
+
+class JobLedger(JobBooks):
+    """The books of one run over ``workload`` on ``gpus`` GPUs.
+
+    Args:
+        workload: the jobs as they run (their profiles drive the world; their summed epoch
+            durations are the finish-time-fairness denominators).
+        gpus: GPUs in the cluster.
+        view: the workload handed to policies and recorded, when it differs from the jobs as
+            they run (the planned view: the same jobs with their plans as profiles).
+
+    Raises:
+        ValueError: for an empty workload, or a job whose gang does not fit in the cluster.
+    """
+
+    def __init__(self, workload: Workload, gpus: int, view: Workload | None = None) -> None:
+        if len(workload) == 0:
+            raise ValueError("the workload holds no jobs")
+        self.workload = workload
+        self.view = workload if view is None else view
+        raw_arrival = workload.arrival_times
+        # internal index -> position in workload.jobs (admission order)
+        position = np.lexsort((np.arange(len(workload)), raw_arrival)).astype(np.int64)
+        self.jobs = [workload.jobs[int(p)] for p in position]
+        gang = np.array([j.gang_size for j in self.jobs], dtype=np.int64)
+        too_big = np.flatnonzero(gang > gpus)
+        if too_big.shape[0]:
+            job = self.jobs[int(too_big[0])]
+            raise ValueError(
+                f"job {job.job_id} needs {job.gang_size} GPUs but the cluster has {gpus}"
+            )
+        self.num_epochs = np.array([j.num_epochs for j in self.jobs], dtype=np.int64)
+        super().__init__(
+            job_ids=np.array([j.job_id for j in self.jobs], dtype=np.int64),
+            arrival=raw_arrival[position],
+            gang=gang,
+            weight=np.array([j.weight for j in self.jobs], dtype=np.float64),
+            # Summed in epoch order, as the original's sum() over the profile list.
+            exclusive=np.array([j.profile.total_seconds for j in self.jobs], dtype=np.float64),
+            gpus=gpus,
+            position=position,
+        )
 
     # ---------------------------------------------------------------------------- views
     def state(
@@ -257,58 +356,3 @@ class JobLedger:
             gpu_busy_seconds=gpu_busy_seconds,
             wall_seconds=wall_seconds,
         )
-
-    # ------------------------------------------------------------------------ snapshots
-    def snapshot(self) -> dict[str, Any]:
-        """The books' state, as data (:mod:`shockwave.persistence`)."""
-        out: dict[str, Any] = {name: getattr(self, name).copy() for name in _JOB_ARRAYS}
-        out.update(
-            samples=self.samples.snapshot(),
-            next_arrival=self.next_arrival,
-            finished=self.finished,
-            arrived_since=np.array(self._arrived_since, dtype=np.int64),
-            completed_since=np.array(self._completed_since, dtype=np.int64),
-            round_start=np.array(self.round_start, dtype=np.float64),
-            round_active=np.array(self.round_active, dtype=np.int64),
-            round_gpus_used=np.array(self.round_gpus_used, dtype=np.int64),
-            round_busy=np.array(self.round_busy, dtype=np.float64),
-            round_policy_seconds=np.array(self.round_policy_seconds, dtype=np.float64),
-        )
-        return out
-
-    def restore(self, saved: StateReader) -> None:
-        """Take back :meth:`snapshot` (of books over the same workload), every field checked.
-
-        Raises:
-            shockwave.persistence.StateFormatError: naming the field that does not fit.
-        """
-        n = self.n
-        arrays = {name: saved.array(name, dtype, (n,)) for name, dtype in _JOB_ARRAYS.items()}
-        self.samples.restore(saved.table("samples"))
-        next_arrival = saved.integer("next_arrival", 0, n)
-        finished = saved.integer("finished", 0, n)
-        events = {}
-        for name in ("arrived_since", "completed_since"):
-            events[name] = saved.array(name, np.int64, (None,))
-            if np.any((events[name] < 0) | (events[name] >= n)):
-                raise saved.error(name, "a job index is out of range")
-        rounds = saved.array("round_start", np.float64, (None,))
-        logged = (rounds.shape[0],)
-        logs = (
-            saved.array("round_active", np.int64, logged),
-            saved.array("round_gpus_used", np.int64, logged),
-            saved.array("round_busy", np.float64, logged),
-            saved.array("round_policy_seconds", np.float64, logged),
-        )
-        saved.done()
-        for name, value in arrays.items():
-            setattr(self, name, value)
-        self.next_arrival, self.finished = next_arrival, finished
-        self._arrived_since = events["arrived_since"].tolist()
-        self._completed_since = events["completed_since"].tolist()
-        self.round_start = rounds.tolist()
-        self.round_active = logs[0].tolist()
-        self.round_gpus_used = logs[1].tolist()
-        self.round_busy = logs[2].tolist()
-        self.round_policy_seconds = logs[3].tolist()
-        self.policy_seconds = 0.0

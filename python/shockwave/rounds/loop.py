@@ -11,8 +11,10 @@ At every boundary ``k`` the loop:
    job is active, the world moves the clock to the next arrival's boundary
    (:meth:`ClusterWorld.idle_until`), or the run ends when no job is left to arrive;
 4. asks the policy and checks its answer (:mod:`shockwave.rounds.decision`): a round policy's
-   jobs directly; an allocation policy's fractions through the round mechanism
-   (:mod:`shockwave.rounds.allocation`);
+   jobs directly; an allocation policy's answer through the loop's allocator
+   (:class:`~shockwave.rounds.allocation.RoundAllocator`: the round mechanism of a homogeneous
+   cluster's fractions, :mod:`shockwave.rounds.allocation`, or of a typed cluster's shares per
+   GPU type, :mod:`shockwave.heterogeneous.allocation`, whose decision says each gang's type);
 5. logs the round, tells the observers (:meth:`RoundObserver.round_decided`: a journal writes
    the round here, before it acts), and has the world carry the decision out
    (:meth:`ClusterWorld.run_round`).
@@ -32,14 +34,14 @@ import numpy as np
 import numpy.typing as npt
 
 from shockwave.persistence import StateFormatError, StateReader
-from shockwave.rounds.allocation import AllocationRounds
+from shockwave.rounds.allocation import RoundAllocator
 from shockwave.rounds.decision import check_fractions, check_round
-from shockwave.rounds.ledger import JobLedger
+from shockwave.rounds.ledger import JobBooks, JobLedger
 from shockwave.rounds.observers import RoundObserver, RoundReport
 from shockwave.rounds.snapshot import RoundSnapshot
 from shockwave.rounds.world import ClusterWorld, Decision
 from shockwave.scheduling.errors import SimulationStalledError
-from shockwave.scheduling.protocol import AllocationPolicy, Policy, RoundPolicy
+from shockwave.scheduling.protocol import AllocationPolicy, Policy, PolicyBase, RoundPolicy
 from shockwave.scheduling.state import ClusterState
 
 FloatArray = npt.NDArray[np.float64]
@@ -63,11 +65,14 @@ class RoundLoop:
     """The loop over round boundaries (see the module notes).
 
     Args:
-        ledger: the books of the run's jobs.
+        ledger: the books of the run's jobs (a :class:`JobLedger` over a workload, or the
+            books of a typed cluster's jobs).
         world: the cluster.
         policy: the policy (an allocation policy needs ``allocation``, a round policy none).
         round_seconds: round length tau, seconds.
-        allocation: the round mechanism and its cadence, for an allocation policy.
+        allocation: the round mechanism and its cadence, for an allocation policy (a
+            homogeneous one's :class:`~shockwave.rounds.allocation.AllocationRounds`, a typed
+            one's :class:`~shockwave.heterogeneous.allocation.TypedRounds`).
         max_rounds: stop with :class:`SimulationStalledError` after this many boundaries
             (``None``: a bound derived from the workload).
         observers: follow the run (journal, display, checkpoints).
@@ -75,18 +80,22 @@ class RoundLoop:
 
     def __init__(
         self,
-        ledger: JobLedger,
+        ledger: JobBooks,
         world: ClusterWorld,
-        policy: Policy,
+        policy: PolicyBase,
         *,
         round_seconds: float,
-        allocation: AllocationRounds | None,
+        allocation: RoundAllocator | None,
         max_rounds: int | None = None,
         observers: Iterable[RoundObserver] = (),
     ) -> None:
-        check_policy(policy)
-        if isinstance(policy, AllocationPolicy) != (allocation is not None):
-            raise ValueError("an allocation policy needs a round mechanism, a round policy none")
+        if allocation is None:
+            if not isinstance(check_policy(policy), RoundPolicy):
+                raise ValueError(
+                    "an allocation policy needs a round mechanism, a round policy none"
+                )
+        else:
+            allocation.check_policy(policy)
         self.ledger = ledger
         self.world = world
         self.policy = policy
@@ -122,7 +131,8 @@ class RoundLoop:
                 if active.shape[0] == 0:
                     continue
             report = self._decide(now, k, active)
-            ledger.record_round(k, now, active, report.decision.jobs)
+            decision = report.decision
+            ledger.record_round(k, now, active, decision.jobs, decision.gpus_used(ledger.gang))
             for observer in self.observers:
                 observer.round_decided(self, report)
             world.run_round(k, now, report.decision)
@@ -141,7 +151,7 @@ class RoundLoop:
     def _admit(self, now: float, round_index: int) -> None:
         new = self.ledger.admit_until(now, round_index)
         if self.allocation is not None:
-            self.allocation.mechanism.admit(new)
+            self.allocation.admit(new)
         self.world.admitted(new)
 
     # ------------------------------------------------------------------------ decisions
@@ -151,26 +161,17 @@ class RoundLoop:
             state = self.state(now, k, active)
             chosen = self._ask_round(state, active)
             return RoundReport(k, now, active, state, None, Decision(chosen), ledger.job_ids)
-        assert isinstance(self.policy, AllocationPolicy)
-        step = self.allocation.choose(
-            self.policy,
-            k,
-            now,
-            active,
-            ledger.gang[active],
-            lambda: self.state(now, k, active),
-            self._ask_fractions,
-            lambda: self.world.throughput(active),
-        )
+        step = self.allocation.choose(self, k, now, active)
         return RoundReport(
-            k, now, active, step.state, step.fractions, Decision(step.chosen), ledger.job_ids
+            k, now, active, step.state, step.fractions, step.decision, ledger.job_ids
         )
 
     def state(self, now: float, round_index: int, active: IntArray) -> ClusterState:
         """What the policy sees at boundary ``round_index`` (consumes the arrival and
         completion events since the last state)."""
-        world = self.world
-        return self.ledger.state(
+        world, ledger = self.world, self.ledger
+        assert isinstance(ledger, JobLedger), "a ClusterState needs the books of a workload"
+        return ledger.state(
             now,
             round_index,
             active,
@@ -181,7 +182,8 @@ class RoundLoop:
             original_quirks=world.original_quirks,
         )
 
-    def _ask_fractions(self, state: ClusterState) -> FloatArray:
+    def ask_fractions(self, state: ClusterState) -> FloatArray:
+        """The allocation policy's fractions for ``state``, checked (its time booked)."""
         policy = self.policy
         assert isinstance(policy, AllocationPolicy)
         started = time.perf_counter()

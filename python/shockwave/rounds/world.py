@@ -27,7 +27,7 @@ A world also says, in three class attributes, what its progress counters mean fo
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypedDict
 
 import numpy as np
@@ -53,16 +53,32 @@ class ProgressColumns(TypedDict):
     remaining_seconds: FloatArray
 
 
+def _no_pairs() -> IntArray:
+    return np.zeros((0, 2), dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class Decision:
     """What runs in a round: the gangs of ``jobs`` (internal job indices, in the order the policy
     or the round mechanism chose them; a world places them in its own order).
 
-    On a homogeneous cluster a gang is a number of identical GPUs; a heterogeneous cluster
-    (issue 22) adds here the GPU type each gang runs on.
+    On a homogeneous cluster a gang is a number of identical GPUs, and ``types`` is ``None``.
+    On a typed cluster (:mod:`shockwave.heterogeneous`) ``types[j]`` is the GPU type (an index
+    into the cluster's types) the gang of ``jobs[j]`` runs on: a gang is never split over
+    types. ``pairs`` (``(P, 2)``, jobs of ``jobs``) are jobs that share one gang of GPUs (a
+    packing policy's pairs, on a typed cluster); each pair's two jobs run on the same type.
     """
 
     jobs: IntArray
+    types: IntArray | None = None
+    pairs: IntArray = field(default_factory=_no_pairs)
+
+    def gpus_used(self, gang: IntArray) -> int:
+        """GPUs the round's gangs hold (``gang``: every job's gang size; a pair holds one)."""
+        used = int(gang[self.jobs].sum())
+        if self.pairs.shape[0]:
+            used -= int(gang[self.pairs[:, 1]].sum())
+        return used
 
 
 class ClusterWorld(ABC):

@@ -127,8 +127,9 @@ class Simulation:
     def record(self) -> SimulationRecord:
         """The raw record of the run so far."""
         loop = self.loop
-        world = loop.world
-        return loop.ledger.record(
+        world, ledger = loop.world, loop.ledger
+        assert isinstance(ledger, JobLedger)
+        return ledger.record(
             policy_name=self.policy.name,
             mechanics=world.mechanics,
             round_seconds=self.config.round_seconds,

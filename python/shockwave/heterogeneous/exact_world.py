@@ -1,0 +1,185 @@
+"""The ``exact`` mechanics on a typed cluster: principled rounds, every gang on one GPU type.
+
+* Rounds are a fixed grid, ``tau`` seconds apart from the first arrival; a job that arrives inside
+  a round is admitted at the next boundary; rounds in which the cluster is empty are skipped.
+* Every round the typed policy is asked with up-to-date state and the typed mechanism picks
+  ``(job, type)`` pairs (:class:`~shockwave.heterogeneous.allocation.TypedRounds`,
+  ``every-round``): each running gang is on one type, never split, and no type runs more GPUs
+  than it has; any job that fits on a type where it can run does (work conservation).
+* A job runs at ``T[i, k]`` iterations/s on type ``k``
+  (:meth:`~shockwave.heterogeneous.typed_world.TypedWorld.throughput_by_type`); it completes
+  at the exact instant its last iteration is done; GPUs it frees inside a round stay idle until
+  the round ends.
+* A job that did not run in the previous round (its first start, or a restart), **or that moves
+  to another GPU type**, loses the restart penalty (``restart_penalty_seconds``, default 20 s)
+  at the start of the round.
+* Packing policies (jobs sharing GPUs) run under Gavel's mechanics only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from shockwave.heterogeneous.allocation import TypedRounds
+from shockwave.heterogeneous.typed_jobs import TypedJobs
+from shockwave.heterogeneous.typed_world import TypedWorld
+from shockwave.persistence import StateReader
+from shockwave.rounds.ledger import JobBooks
+from shockwave.rounds.world import Decision
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: The names of a pending round's arrays in a snapshot, with their dtypes.
+_PENDING: dict[str, type[np.generic]] = {
+    "jobs": np.int64,
+    "types": np.int64,
+    "run": np.float64,
+    "completion": np.float64,
+}
+
+
+class ExactTypedWorld(TypedWorld):
+    """The ``exact`` mechanics on a typed cluster (see the module notes).
+
+    Args:
+        books: the run's books.
+        jobs: the typed jobs.
+        allocation: the run's typed allocator.
+        round_seconds: round length tau, seconds.
+        restart_penalty_seconds: what a job loses when it starts, restarts or changes type.
+    """
+
+    mechanics = "exact"
+
+    def __init__(
+        self,
+        books: JobBooks,
+        jobs: TypedJobs,
+        allocation: TypedRounds,
+        round_seconds: float,
+        restart_penalty_seconds: float,
+    ) -> None:
+        super().__init__(books, jobs, allocation, round_seconds)
+        n = len(jobs)
+        self.penalty = float(restart_penalty_seconds)
+        #: iterations done (fractional: progress is exact within a round)
+        self.progress = np.zeros(n, dtype=np.float64)
+        #: the type each job ran on last (-1: never ran)
+        self.last_type = np.full(n, -1, dtype=np.int64)
+        self.origin = float(jobs.arrival[0])
+        self.grid = 0
+        self.pending: dict[str, npt.NDArray[Any]] | None = None
+
+    def remaining_steps(self, active: IntArray) -> IntArray:
+        left = self.jobs.total_steps[active] - self.progress[active]
+        return np.ceil(left).astype(np.int64)
+
+    # ---------------------------------------------------------------------------- clock
+    def close_round(self, round_index: int) -> float:
+        now = self.origin + self.grid * self.round_seconds
+        if self.pending is not None:
+            self._finish_round(round_index, **self.pending)
+            self.pending = None
+        return now
+
+    def idle_until(self, arrival: float, round_index: int) -> float:
+        tau = self.round_seconds
+        self.grid = int(np.ceil((arrival - self.origin) / tau))
+        while self.origin + self.grid * tau < arrival:  # a boundary rounded below the arrival
+            self.grid += 1
+        return self.origin + self.grid * tau
+
+    def run_round(self, round_index: int, now: float, decision: Decision) -> None:
+        assert decision.types is not None
+        assert decision.pairs.shape[0] == 0
+        jobs, types = decision.jobs, decision.types
+        ran_before = self.books.previous_round_run[jobs] == round_index - 1
+        moved = self.last_type[jobs] != types
+        penalty = np.where(ran_before & ~moved & (round_index > 0), 0.0, self.penalty)
+        rate = self.throughput_by_type(jobs)[np.arange(jobs.shape[0]), types]
+        left = self.jobs.total_steps[jobs] - self.progress[jobs]
+        capacity = (self.round_seconds - penalty) * rate
+        finishes = left <= capacity
+        run = np.where(finishes, left / rate, self.round_seconds - penalty)
+        completion = np.where(finishes, now + penalty + run, np.nan)
+        self.progress[jobs] = np.where(
+            finishes, self.jobs.total_steps[jobs], self.progress[jobs] + capacity
+        )
+        self.last_type[jobs] = types
+        self.pending = {"jobs": jobs, "types": types, "run": run, "completion": completion}
+        self.grid += 1
+        self.rounds += 1
+
+    def makespan(self) -> float:
+        return float(np.nanmax(self.books.completion_time))
+
+    def _finish_round(
+        self,
+        round_index: int,
+        jobs: IntArray,
+        types: IntArray,
+        run: FloatArray,
+        completion: FloatArray,
+    ) -> None:
+        """Book the round that just ended: service, time on each type, completions."""
+        books, mechanism = self.books, self.allocation.mechanism
+        gang = books.gang[jobs]
+        books.service[jobs] += run
+        books.round_busy[round_index - 1] = float(run @ gang)
+        np.add.at(self.gpu_seconds, (jobs, types), run * gang)
+        np.add.at(self.busy_seconds, types, run * gang)
+        for job, k, seconds in zip(jobs.tolist(), types.tolist(), run.tolist(), strict=True):
+            mechanism.record_run((job,), k, seconds)
+        done = ~np.isnan(completion)
+        if done.any():
+            self.steps_run[jobs[done]] = self.jobs.total_steps[jobs[done]]
+            books.complete(jobs[done], completion[done], round_index)
+            for job in jobs[done].tolist():
+                mechanism.remove(job)
+        self.steps_run[jobs[~done]] = np.floor(self.progress[jobs[~done]]).astype(np.int64)
+
+    # ------------------------------------------------------------------------ snapshots
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "progress": self.progress.copy(),
+            "steps_run": self.steps_run.copy(),
+            "last_type": self.last_type.copy(),
+            "gpu_seconds": self.gpu_seconds.copy(),
+            "busy_seconds": self.busy_seconds.copy(),
+            "grid": self.grid,
+            "rounds": self.rounds,
+            "pending": None if self.pending is None else dict(self.pending),
+        }
+
+    def restore(self, saved: StateReader) -> None:
+        n, k = self.gpu_seconds.shape
+        progress = saved.array("progress", np.float64, (n,))
+        steps_run = saved.array("steps_run", np.int64, (n,))
+        last_type = saved.array("last_type", np.int64, (n,))
+        if np.any((last_type < -1) | (last_type >= k)):
+            raise saved.error("last_type", "a GPU type index is out of range")
+        gpu_seconds = saved.array("gpu_seconds", np.float64, (n, k))
+        busy_seconds = saved.array("busy_seconds", np.float64, (k,))
+        grid = saved.integer("grid", 0)
+        rounds = saved.integer("rounds", 0)
+        pending: dict[str, npt.NDArray[Any]] | None = None
+        if saved.raw("pending") is not None:
+            table = saved.table("pending")
+            jobs = table.array("jobs", np.int64, (None,))
+            pending = {"jobs": jobs}
+            for name, dtype in _PENDING.items():
+                if name != "jobs":
+                    pending[name] = table.array(name, dtype, jobs.shape)
+            if np.any((jobs < 0) | (jobs >= n)) or np.any(
+                (pending["types"] < 0) | (pending["types"] >= k)
+            ):
+                raise table.error("jobs", "a job or type index is out of range")
+            table.done()
+        saved.done()
+        self.progress, self.steps_run, self.last_type = progress, steps_run, last_type
+        self.gpu_seconds, self.busy_seconds = gpu_seconds, busy_seconds
+        self.grid, self.rounds, self.pending = grid, rounds, pending

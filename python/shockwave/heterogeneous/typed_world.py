@@ -1,0 +1,89 @@
+"""What every typed cluster world shares: its jobs, their speed on each GPU type, its books.
+
+A typed world is a :class:`~shockwave.rounds.ClusterWorld` whose decisions say the GPU type of
+every gang (:attr:`Decision.types <shockwave.rounds.Decision>`). Two implementations:
+:class:`~shockwave.heterogeneous.gavel_world.GavelTypedWorld` (Gavel's simulator, quirks
+included) and :class:`~shockwave.heterogeneous.exact_world.ExactTypedWorld` (the principled
+rounds). Its policies are the typed ones (:mod:`shockwave.heterogeneous.registry`), asked
+through :class:`~shockwave.heterogeneous.allocation.TypedRounds` with a state of their own
+(:class:`~shockwave.heterogeneous.protocol.TypedAllocationState`), not a
+:class:`~shockwave.scheduling.ClusterState`.
+
+A job's speed on type ``k`` comes from one place, :meth:`TypedWorld.throughput_by_type`
+(today the static ``T[i, k]`` of :attr:`TypedJobs.throughput
+<shockwave.heterogeneous.typed_jobs.TypedJobs.throughput>`): the mechanism, the policy's state
+and the worlds' progress all read it there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from shockwave.heterogeneous.allocation import TypedRounds
+from shockwave.heterogeneous.typed_jobs import TypedJobs
+from shockwave.rounds.ledger import JobBooks
+from shockwave.rounds.world import ClusterWorld, ProgressColumns
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def typed_books(jobs: TypedJobs) -> JobBooks:
+    """The books of a typed run: the jobs in trace order (arrivals are non-decreasing, so that
+    is admission order), each job's exclusive time taken on its slowest usable type."""
+    usable = jobs.throughput > 0.0
+    slowest = np.where(usable, jobs.throughput, np.inf).min(axis=1)
+    return JobBooks(
+        job_ids=jobs.job_ids,
+        arrival=jobs.arrival,
+        gang=jobs.gang,
+        weight=jobs.weight,
+        exclusive=jobs.total_steps / slowest,
+        gpus=jobs.cluster.total_gpus,
+    )
+
+
+class TypedWorld(ClusterWorld):
+    """A typed cluster (see the module notes).
+
+    Args:
+        books: the run's books (:func:`typed_books`).
+        jobs: the typed jobs.
+        allocation: the run's typed allocator.
+        round_seconds: round length tau, seconds.
+    """
+
+    def __init__(
+        self, books: JobBooks, jobs: TypedJobs, allocation: TypedRounds, round_seconds: float
+    ) -> None:
+        self.books = books
+        self.jobs = jobs
+        self.allocation = allocation
+        self.round_seconds = float(round_seconds)
+        n, k = jobs.throughput.shape
+        self.steps_run = np.zeros(n, dtype=np.int64)
+        #: ``[i, k]``: GPU-seconds job ``i`` ran on type ``k``
+        self.gpu_seconds = np.zeros((n, k), dtype=np.float64)
+        #: GPU-seconds each type was busy (GPUs shared by a pair count once)
+        self.busy_seconds = np.zeros(k, dtype=np.float64)
+        #: round boundaries the world went through
+        self.rounds = 0
+
+    def throughput_by_type(self, active: IntArray) -> FloatArray:
+        """``T[i, k]``: iterations/s of each job of ``active`` on its gang of type ``k`` (0: it
+        cannot run there). The one source of a job's speed on a type."""
+        return self.jobs.throughput[active]
+
+    def remaining_steps(self, active: IntArray) -> IntArray:
+        """Iterations each job of ``active`` has left."""
+        return self.jobs.total_steps[active] - self.steps_run[active]
+
+    def progress_columns(self, active: IntArray) -> ProgressColumns:
+        raise TypeError(
+            "a typed cluster runs typed policies (shockwave.heterogeneous.registry), which see "
+            "a TypedAllocationState; the homogeneous policies' ClusterState has no GPU types"
+        )
+
+    def throughput(self, active: IntArray) -> FloatArray:
+        raise TypeError("a typed cluster's throughputs are per type: throughput_by_type")

@@ -275,6 +275,9 @@ def runtime_outputs(result: Any) -> dict[str, Any]:
     """A real run's result JSON (its run directory left out) and record digest."""
     data = result.to_dict()
     data.pop("run_dir")
+    # added after the outputs were recorded: the other programs' CPU load during a real run
+    # (none on the simulated clock; tests/test_machine_load.py covers it)
+    assert data.pop("machine_load") is None
     return {"result": json.dumps(data, indent=1), "record": record_digest(result)}
 
 

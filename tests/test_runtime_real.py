@@ -151,8 +151,8 @@ def _cli(*args: str) -> list[str]:
 
 
 def _rounds(journal: Path) -> int:
-    try:
-        with sqlite3.connect(journal) as db:
+    try:  # read-only: connecting read-write would create the journal before the scheduler does
+        with sqlite3.connect(f"file:{journal}?mode=ro", uri=True) as db:
             return int(db.execute("SELECT COUNT(*) FROM rounds").fetchone()[0])
     except sqlite3.Error:
         return 0

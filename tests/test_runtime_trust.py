@@ -79,8 +79,8 @@ def _cli(*args: str) -> list[str]:
 def _journal_rounds(run_dir: Path) -> int:
     import sqlite3
 
-    try:
-        with sqlite3.connect(run_dir / "journal.sqlite") as db:
+    try:  # read-only: connecting read-write would create the journal before the scheduler does
+        with sqlite3.connect(f"file:{run_dir / 'journal.sqlite'}?mode=ro", uri=True) as db:
             return int(db.execute("SELECT COUNT(*) FROM rounds").fetchone()[0])
     except sqlite3.Error:
         return 0

@@ -96,9 +96,14 @@ def typed_round_loop(
     """The round loop of a heterogeneous simulation (the policy is reset first).
 
     Raises:
-        ValueError: naming a job the policy cannot schedule, or a packing policy under the
-            exact mechanics.
+        ValueError: naming a job the policy cannot schedule, a packing policy under the
+            exact mechanics, or jobs with epoch profiles under Gavel's mechanics.
     """
+    if config.mechanics == "gavel" and jobs.profiles is not None:
+        raise ValueError(
+            "jobs that follow their epoch profiles (a native workload's) run under the exact "
+            "mechanics only; Gavel's mechanics take static jobs (a .trace)"
+        )
     policy.check_jobs(jobs.job_ids.tolist(), jobs.gang.tolist())
     if config.mechanics == "exact" and policy.packs_jobs:
         raise ValueError(

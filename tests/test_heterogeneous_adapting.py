@@ -12,11 +12,19 @@ import numpy as np
 import pytest
 
 from shockwave.cli import main
-from shockwave.heterogeneous import HeterogeneousConfig, simulate_heterogeneous
+from shockwave.heterogeneous import (
+    HeterogeneousConfig,
+    make_typed_policy,
+    simulate_heterogeneous,
+    typed_result,
+    typed_round_loop,
+)
 from shockwave.heterogeneous.protocol import TypedAllocationPolicy, TypedAllocationState
 from shockwave.heterogeneous.registry import TYPED_POLICIES
 from shockwave.heterogeneous.typed_jobs import typed_jobs_from_profiles
 from shockwave.heterogeneous.workload_check import UnschedulableJobError
+from shockwave.persistence import dump_state, load_state
+from shockwave.rounds import RoundSnapshot
 from shockwave.traces import generate_workload, load_workload
 from shockwave.traces.generator_parameters import GeneratorParameters
 from shockwave.workload import Job, Workload
@@ -169,3 +177,16 @@ def test_the_command_line_runs_a_native_workload_the_same_bytes_twice(
                  "gavel"]) == 2  # fmt: skip
     assert "'a100'" in capsys.readouterr().err
     assert load_workload(trace).jobs[0].epoch_seconds_by_type is not None
+
+
+@pytest.mark.parametrize("policy", ["gavel", "themis"])
+def test_a_run_of_adapting_jobs_restored_from_a_snapshot_ends_bit_for_bit(policy: str) -> None:
+    jobs = typed_jobs_from_profiles(_generated(), CLUSTER)
+    straight = simulate_heterogeneous(jobs, policy, EXACT).to_json()
+    loop = typed_round_loop(jobs, make_typed_policy(policy, EXACT.seed), EXACT)
+    assert not loop.run(until_round=20)
+    saved = load_state(dump_state("test", loop.snapshot().to_data()), "test")
+    fresh = typed_round_loop(jobs, make_typed_policy(policy, EXACT.seed), EXACT)
+    fresh.restore(RoundSnapshot.from_data(saved, "snapshot"), "snapshot")
+    assert fresh.run()
+    assert typed_result(fresh, jobs, EXACT, 0.0).to_json() == straight

@@ -150,10 +150,24 @@ def test_a_generated_workload_runs_to_completion_or_is_refused(policy: str) -> N
     assert set(result.utilization_by_type) == {"v100", "p100", "k80"}
 
 
-def test_gavel_mechanics_refuse_profiled_jobs() -> None:
+def test_gavel_mechanics_run_a_job_along_its_profile_in_whole_iterations() -> None:
+    job = _job(0, {"v100": [100.0, 300.0]})
+    jobs = typed_jobs_from_profiles(Workload(jobs=(job,), source="hand"), "v100:1")
+    result = simulate_heterogeneous(jobs, "gavel", HeterogeneousConfig())
+    # round 0: 360 s, epoch 0 (100 iterations) and 260 s of epoch 1 (43.3 of its 50
+    # iterations: 43 whole ones, the run ends at 360); round 1: the last 40 s, done at 400
+    assert result.completion[0] == pytest.approx(400.0)
+    assert result.gpu_seconds[0, 0] == pytest.approx(400.0)
+
+
+@pytest.mark.parametrize("policy", ["gavel", "themis-agnostic", "fifo", "ossp"])
+def test_a_generated_workload_runs_under_gavel_mechanics(policy: str) -> None:
     jobs = typed_jobs_from_profiles(_generated(), CLUSTER)
-    with pytest.raises(ValueError, match="exact mechanics only"):
-        simulate_heterogeneous(jobs, "gavel", HeterogeneousConfig())
+    result = simulate_heterogeneous(jobs, policy, HeterogeneousConfig())
+    assert not result.dropped.any() and not np.isnan(result.completion).any()
+    assert result.lease_extension_share > 0.0
+    with pytest.raises(ValueError, match="static jobs"):
+        simulate_heterogeneous(jobs, "gandiva", HeterogeneousConfig())
 
 
 def test_the_command_line_runs_a_native_workload_the_same_bytes_twice(
@@ -171,22 +185,30 @@ def test_the_command_line_runs_a_native_workload_the_same_bytes_twice(
     compare = ["compare", "--cluster", CLUSTER, "--trace", str(trace), "--policies", "gavel,fifo"]
     assert main([*compare, "--output", str(tmp_path / "c.json")]) == 0
     assert main(["simulate", "--cluster", CLUSTER, "--trace", str(trace), "--policy", "gavel",
-                 "--mechanics", "gavel"]) == 2  # fmt: skip
-    assert "--mechanics exact" in capsys.readouterr().err
+                 "--mechanics", "gavel"]) == 0  # fmt: skip
+    assert "gavel mechanics" in capsys.readouterr().out
+    assert main(["simulate", "--cluster", CLUSTER, "--trace", str(trace), "--policy", "gavel",
+                 "--throughputs", "gavel"]) == 2  # fmt: skip
+    assert "--throughputs is for a .trace" in capsys.readouterr().err
     assert main(["simulate", "--cluster", "v100:4,a100:4", "--trace", str(trace), "--policy",
                  "gavel"]) == 2  # fmt: skip
     assert "'a100'" in capsys.readouterr().err
     assert load_workload(trace).jobs[0].epoch_seconds_by_type is not None
 
 
-@pytest.mark.parametrize("policy", ["gavel", "themis"])
-def test_a_run_of_adapting_jobs_restored_from_a_snapshot_ends_bit_for_bit(policy: str) -> None:
+@pytest.mark.parametrize(
+    ("policy", "config"),
+    [("gavel", EXACT), ("themis", EXACT), ("gavel", HeterogeneousConfig())],
+)
+def test_a_run_of_adapting_jobs_restored_from_a_snapshot_ends_bit_for_bit(
+    policy: str, config: HeterogeneousConfig
+) -> None:
     jobs = typed_jobs_from_profiles(_generated(), CLUSTER)
-    straight = simulate_heterogeneous(jobs, policy, EXACT).to_json()
-    loop = typed_round_loop(jobs, make_typed_policy(policy, EXACT.seed), EXACT)
+    straight = simulate_heterogeneous(jobs, policy, config).to_json()
+    loop = typed_round_loop(jobs, make_typed_policy(policy, config.seed), config)
     assert not loop.run(until_round=20)
     saved = load_state(dump_state("test", loop.snapshot().to_data()), "test")
-    fresh = typed_round_loop(jobs, make_typed_policy(policy, EXACT.seed), EXACT)
+    fresh = typed_round_loop(jobs, make_typed_policy(policy, config.seed), config)
     fresh.restore(RoundSnapshot.from_data(saved, "snapshot"), "snapshot")
     assert fresh.run()
-    assert typed_result(fresh, jobs, EXACT, 0.0).to_json() == straight
+    assert typed_result(fresh, jobs, config, 0.0).to_json() == straight

@@ -3,9 +3,10 @@
 Runs a typed cluster (:mod:`shockwave.heterogeneous`) under Gavel's simulator mechanics (the
 default for a ``.trace``) or ``--mechanics exact``: the jobs of a ``.trace`` with their
 throughput on every type of ``--throughputs``, or the jobs of a native ``.jsonl`` workload along
-their epoch profile on every type (adapting jobs included; the exact mechanics only, its
-default), under Gavel's round mechanism and policies (``gavel``, ``themis``, ``mst``, ``ossp``,
-``fifo`` and their ``-agnostic`` forms; Gavel's names are accepted too).
+their epoch profile on every type (adapting jobs included; the exact mechanics by default,
+Gavel's with ``--mechanics gavel``), under Gavel's round mechanism and policies (``gavel``,
+``themis``, ``mst``, ``ossp``, ``fifo`` and their ``-agnostic`` forms; Gavel's names are
+accepted too).
 """
 
 from __future__ import annotations
@@ -113,12 +114,6 @@ def _prepare(
     if not args.trace:
         raise UsageError("--trace is required")
     native = is_native(args.trace)
-    if native and args.mechanics == "gavel":
-        raise UsageError(
-            f"--trace {args.trace}: a native workload's jobs follow their epoch profiles on "
-            "every type, which --mechanics exact simulates (Gavel's mechanics take the static "
-            "jobs of a .trace)"
-        )
     exact = args.mechanics == "exact" or (native and args.mechanics is None)
     mechanics: TypedMechanics = "exact" if exact else "gavel"
     penalty = getattr(args, "restart_penalty_seconds", None)

@@ -97,17 +97,17 @@ def typed_round_loop(
 
     Raises:
         ValueError: naming a job the policy cannot schedule, a packing policy under the
-            exact mechanics, or jobs with epoch profiles under Gavel's mechanics.
+            exact mechanics or for jobs with epoch profiles.
     """
-    if config.mechanics == "gavel" and jobs.profiles is not None:
-        raise ValueError(
-            "jobs that follow their epoch profiles (a native workload's) run under the exact "
-            "mechanics only; Gavel's mechanics take static jobs (a .trace)"
-        )
     policy.check_jobs(jobs.job_ids.tolist(), jobs.gang.tolist())
     if config.mechanics == "exact" and policy.packs_jobs:
         raise ValueError(
             f"{policy.name} packs jobs onto shared GPUs: it runs under the gavel mechanics only"
+        )
+    if jobs.profiles is not None and policy.packs_jobs:
+        raise ValueError(
+            f"{policy.name} packs jobs onto shared GPUs, which needs their co-located "
+            "throughputs from a table: static jobs (a .trace) only"
         )
     policy.reset()
     books = typed_books(jobs)

@@ -215,7 +215,7 @@ def typed_jobs_from_workload(
 def typed_jobs_from_profiles(workload: Workload, cluster: ClusterSpec | str) -> TypedJobs:
     """The jobs of a native workload on ``cluster``, following their epoch profile on every type
     (:mod:`~shockwave.heterogeneous.typed_profiles`): adapting jobs change speed epoch by epoch.
-    Jobs in arrival order (ties in file order). Simulated by the ``exact`` mechanics.
+    Jobs in arrival order (ties in file order). Both typed mechanics run them.
 
     The workload is first checked against the cluster
     (:func:`~shockwave.heterogeneous.workload_check.check_workload_on_cluster`).

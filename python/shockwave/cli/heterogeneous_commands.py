@@ -12,6 +12,7 @@ accepted too).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -145,6 +146,8 @@ def _prepare(
     check_distinct_paths(outputs, {"--trace": args.trace, "--throughputs": args.throughputs})
     if native:
         workload = read_native(args.trace)  # TraceError: a DataError naming file, line, field
+        # the cluster check's errors name the file (its source is the file's free text)
+        workload = dataclasses.replace(workload, source=str(args.trace))
         try:
             return typed_jobs_from_profiles(workload, cluster), config
         except (UsageError, DataError):

@@ -1,14 +1,18 @@
 """``simulate`` and ``compare`` on a heterogeneous cluster (``--cluster v100:12,p100:12,k80:12``).
 
 Runs a typed cluster (:mod:`shockwave.heterogeneous`) under Gavel's simulator mechanics (the
-default) or ``--mechanics exact``: the jobs of a ``.trace`` with their throughput on every type
-of ``--throughputs``, Gavel's round mechanism and policies (``gavel``, ``themis``, ``mst``,
-``ossp``, ``fifo`` and their ``-agnostic`` forms; Gavel's names are accepted too).
+default for a ``.trace``) or ``--mechanics exact``: the jobs of a ``.trace`` with their
+throughput on every type of ``--throughputs``, or the jobs of a native ``.jsonl`` workload along
+their epoch profile on every type (adapting jobs included; the exact mechanics by default,
+Gavel's with ``--mechanics gavel``), under Gavel's round mechanism and policies (``gavel``,
+``themis``, ``mst``, ``ossp``, ``fifo`` and their ``-agnostic`` forms; Gavel's names are
+accepted too).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +31,8 @@ from shockwave.heterogeneous import (
     simulate_heterogeneous,
 )
 from shockwave.heterogeneous.simulate import TypedMechanics
+from shockwave.heterogeneous.typed_jobs import typed_jobs_from_profiles
+from shockwave.traces import is_native, read_native
 
 #: The files ``compare --cluster --plots DIR`` writes.
 PLOT_FILES = ("utilization_by_type.png", "gpu_hours_by_type.png")
@@ -106,16 +112,23 @@ def _prepare(
         raise UsageError(f"{', '.join(given)} not available with --cluster yet")
     if args.gpus is not None:
         raise UsageError("give either --gpus (identical GPUs) or --cluster, not both")
-    mechanics: TypedMechanics = "exact" if args.mechanics == "exact" else "gavel"
+    if not args.trace:
+        raise UsageError("--trace is required")
+    native = is_native(args.trace)
+    exact = args.mechanics == "exact" or (native and args.mechanics is None)
+    mechanics: TypedMechanics = "exact" if exact else "gavel"
     penalty = getattr(args, "restart_penalty_seconds", None)
     if penalty is not None and mechanics != "exact":
         raise UsageError(
             "--restart-penalty-seconds applies to --mechanics exact with --cluster (Gavel's "
             "simulator has no restart penalty)"
         )
-    if not args.trace:
-        raise UsageError("--trace is required")
-    if not args.throughputs:
+    if native and args.throughputs:
+        raise UsageError(
+            f"--trace {args.trace}: a native workload carries its epoch durations on every type; "
+            "--throughputs is for a .trace"
+        )
+    if not native and not args.throughputs:
         raise UsageError("--cluster needs --throughputs: a file with every type of the cluster")
     try:
         cluster = ClusterSpec.parse(args.cluster)
@@ -131,6 +144,16 @@ def _prepare(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_distinct_paths(outputs, {"--trace": args.trace, "--throughputs": args.throughputs})
+    if native:
+        workload = read_native(args.trace)  # TraceError: a DataError naming file, line, field
+        # the cluster check's errors name the file (its source is the file's free text)
+        workload = dataclasses.replace(workload, source=str(args.trace))
+        try:
+            return typed_jobs_from_profiles(workload, cluster), config
+        except (UsageError, DataError):
+            raise  # the workload check's errors name the type, or the job and its field
+        except ValueError as exc:
+            raise DataError(f"{args.trace}: {exc}") from None
     try:
         table = TypedThroughputTable.from_file(args.throughputs)
         jobs = read_typed_trace(args.trace, table, cluster)

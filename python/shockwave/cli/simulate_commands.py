@@ -127,9 +127,10 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cluster",
         metavar="SPEC",
-        help="a heterogeneous cluster, e.g. v100:12,p100:12,k80:12 (types of --throughputs): "
-        "heterogeneity-aware policies under Gavel's mechanics (the default with --cluster) or "
-        "--mechanics exact (docs/simulator.md)",
+        help="a heterogeneous cluster, e.g. v100:12,p100:12,k80:12 (types of --throughputs, or "
+        "of a native .jsonl's per-type profiles): heterogeneity-aware policies under Gavel's "
+        "mechanics (the default with --cluster for a .trace) or --mechanics exact (the default "
+        "for a .jsonl, whose adapting jobs follow their profile on each type; docs/simulator.md)",
     )
     parser.add_argument(
         "--actual",

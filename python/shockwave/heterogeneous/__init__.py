@@ -1,7 +1,9 @@
 """Heterogeneous GPU clusters: Gavel's cluster model, mechanism and policies (issue 22).
 
 * :class:`ClusterSpec` (``v100:12,p100:12,k80:12``), :class:`TypedThroughputTable` (every worker
-  type of a throughput file), :class:`TypedJobs` (jobs with ``T[i, k]``);
+  type of a throughput file), :class:`TypedJobs` (jobs with ``T[i, k]``, or a native workload's
+  jobs with their epoch profiles on every type: :func:`typed_jobs_from_profiles`,
+  :class:`TypedProfiles`);
 * the typed worlds of the round loop (:class:`shockwave.rounds.RoundLoop`):
   :class:`GavelTypedWorld` (Gavel's simulator: its round mechanism, packing and placement) and
   :class:`ExactTypedWorld` (principled rounds, a restart penalty on a change of type), the typed
@@ -31,7 +33,13 @@ from shockwave.heterogeneous.simulate import (
     typed_result,
     typed_round_loop,
 )
-from shockwave.heterogeneous.typed_jobs import TypedJobs, read_typed_trace, typed_jobs_from_workload
+from shockwave.heterogeneous.typed_jobs import (
+    TypedJobs,
+    read_typed_trace,
+    typed_jobs_from_profiles,
+    typed_jobs_from_workload,
+)
+from shockwave.heterogeneous.typed_profiles import TypedProfiles
 from shockwave.heterogeneous.typed_throughputs import TypedThroughputTable
 from shockwave.heterogeneous.typed_world import TypedWorld
 from shockwave.heterogeneous.workload_check import check_workload_on_cluster
@@ -48,6 +56,7 @@ __all__ = [
     "TypedAllocationPolicy",
     "TypedAllocationState",
     "TypedJobs",
+    "TypedProfiles",
     "TypedRounds",
     "TypedThroughputTable",
     "TypedWorld",
@@ -57,6 +66,7 @@ __all__ = [
     "read_typed_trace",
     "resolve_typed_policy",
     "simulate_heterogeneous",
+    "typed_jobs_from_profiles",
     "typed_jobs_from_workload",
     "typed_result",
     "typed_round_loop",

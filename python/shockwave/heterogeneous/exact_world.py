@@ -6,10 +6,13 @@
   ``(job, type)`` pairs (:class:`~shockwave.heterogeneous.allocation.TypedRounds`,
   ``every-round``): each running gang is on one type, never split, and no type runs more GPUs
   than it has; any job that fits on a type where it can run does (work conservation).
-* A job runs at ``T[i, k]`` iterations/s on type ``k``
-  (:meth:`~shockwave.heterogeneous.typed_world.TypedWorld.throughput_by_type`); it completes
-  at the exact instant its last iteration is done; GPUs it frees inside a round stay idle until
-  the round ends.
+* A static job runs at ``T[i, k]`` iterations/s on type ``k``
+  (:meth:`~shockwave.heterogeneous.typed_world.TypedWorld.throughput_by_type`); a job that
+  follows its epoch profiles (a native workload's, adapting or not:
+  :mod:`~shockwave.heterogeneous.typed_profiles`) moves along its profile on type ``k``, epoch
+  boundaries inside a round included, and keeps its epoch and the fraction of it done when it
+  moves to another type. A job completes at the exact instant its last iteration (its last
+  epoch) is done; GPUs it frees inside a round stay idle until the round ends.
 * A job that did not run in the previous round (its first start, or a restart), **or that moves
   to another GPU type**, loses the restart penalty (``restart_penalty_seconds``, default 20 s)
   at the start of the round.
@@ -100,6 +103,10 @@ class ExactTypedWorld(TypedWorld):
         ran_before = self.books.previous_round_run[jobs] == round_index - 1
         moved = self.last_type[jobs] != types
         penalty = np.where(ran_before & ~moved & (round_index > 0), 0.0, self.penalty)
+        self.last_type[jobs] = types
+        if self.jobs.profiles is not None:
+            self._run_profiles(now, jobs, types, penalty)
+            return
         rate = self.throughput_by_type(jobs)[np.arange(jobs.shape[0]), types]
         left = self.jobs.total_steps[jobs] - self.progress[jobs]
         capacity = (self.round_seconds - penalty) * rate
@@ -109,7 +116,27 @@ class ExactTypedWorld(TypedWorld):
         self.progress[jobs] = np.where(
             finishes, self.jobs.total_steps[jobs], self.progress[jobs] + capacity
         )
-        self.last_type[jobs] = types
+        self._pend(jobs, types, run, completion)
+
+    def _run_profiles(
+        self, now: float, jobs: IntArray, types: IntArray, penalty: FloatArray
+    ) -> None:
+        """Run the round's jobs along their profiles on their types (the module notes)."""
+        profiles = self.jobs.profiles
+        assert profiles is not None
+        run, finishes, epoch, fraction = profiles.advance(
+            jobs, types, self.epoch[jobs], self.fraction[jobs], self.round_seconds - penalty
+        )
+        self.epoch[jobs], self.fraction[jobs] = epoch, fraction
+        done_iterations = profiles.iterations_done(jobs, epoch, fraction)
+        total = self.jobs.total_steps[jobs].astype(np.float64)
+        self.progress[jobs] = np.where(finishes, total, np.minimum(done_iterations, total))
+        completion = np.where(finishes, now + penalty + run, np.nan)
+        self._pend(jobs, types, run, completion)
+
+    def _pend(
+        self, jobs: IntArray, types: IntArray, run: FloatArray, completion: FloatArray
+    ) -> None:
         self.pending = {"jobs": jobs, "types": types, "run": run, "completion": completion}
         self.grid += 1
         self.rounds += 1
@@ -148,6 +175,8 @@ class ExactTypedWorld(TypedWorld):
             "progress": self.progress.copy(),
             "steps_run": self.steps_run.copy(),
             "last_type": self.last_type.copy(),
+            "epoch": self.epoch.copy(),
+            "fraction": self.fraction.copy(),
             "gpu_seconds": self.gpu_seconds.copy(),
             "busy_seconds": self.busy_seconds.copy(),
             "grid": self.grid,
@@ -162,6 +191,15 @@ class ExactTypedWorld(TypedWorld):
         last_type = saved.array("last_type", np.int64, (n,))
         if np.any((last_type < -1) | (last_type >= k)):
             raise saved.error("last_type", "a GPU type index is out of range")
+        epoch = saved.array("epoch", np.int64, (n,))
+        if np.any(epoch < 0) or (
+            self.jobs.profiles is not None
+            and np.any(epoch >= self.jobs.profiles.progress[0].epochs)
+        ):
+            raise saved.error("epoch", "an epoch index is out of range")
+        fraction = saved.array("fraction", np.float64, (n,))
+        if np.any(~((fraction >= 0.0) & (fraction <= 1.0))):
+            raise saved.error("fraction", "a fraction of an epoch is outside [0, 1]")
         gpu_seconds = saved.array("gpu_seconds", np.float64, (n, k))
         busy_seconds = saved.array("busy_seconds", np.float64, (k,))
         grid = saved.integer("grid", 0)
@@ -181,5 +219,6 @@ class ExactTypedWorld(TypedWorld):
             table.done()
         saved.done()
         self.progress, self.steps_run, self.last_type = progress, steps_run, last_type
+        self.epoch, self.fraction = epoch, fraction
         self.gpu_seconds, self.busy_seconds = gpu_seconds, busy_seconds
         self.grid, self.rounds, self.pending = grid, rounds, pending

@@ -21,14 +21,25 @@ rounded to :data:`~shockwave.metrics.RHO_DECIMALS` decimals as the homogeneous m
 type with single-GPU jobs this is ``JCT_i / ((steps_i / T_i) max(1, m_i / N))``, the homogeneous
 Themis-style rho with time-averaged contention. A job that Gavel's failure rule dropped has no
 rho (NaN) and counts in no job's contention (its drop time is not known).
+
+A job that follows its epoch profiles (a native workload's, adapting or not) has no single
+``T[i, k]``: its isolated runtime is the sum of its epochs' durations on its isolated share,
+``t_iso_i = sum_e 1 / (sum_k S[i, k] / d_k(e))`` with ``d_k(e)`` the duration of epoch ``e``
+on type ``k`` (:meth:`~shockwave.heterogeneous.typed_profiles.TypedProfiles.isolated_seconds`);
+for a static profile (``d_k(e) = iterations_e / T[i, k]``) it equals ``steps_i / I_i`` above.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from shockwave.metrics import RHO_DECIMALS
+
+if TYPE_CHECKING:
+    from shockwave.heterogeneous.typed_profiles import TypedProfiles
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -86,13 +97,19 @@ def heterogeneous_ftf(
     counts: IntArray,
     arrival: FloatArray,
     completion: FloatArray,
+    profiles: TypedProfiles | None = None,
 ) -> tuple[FloatArray, FloatArray]:
-    """``(rho, isolated_seconds)`` per job (module notes); NaN for dropped jobs."""
+    """``(rho, isolated_seconds)`` per job (module notes); NaN for dropped jobs. With
+    ``profiles``, the jobs' isolated runtimes follow their epoch profiles on every type."""
     contention = mean_active_jobs(arrival, completion)
     done = ~np.isnan(contention)
     isolated = np.full(jct.shape[0], np.nan)
     if done.any():
         shares = isolated_shares(counts, gang[done], contention[done])
+        if profiles is not None:
+            isolated[done] = profiles.isolated_seconds(np.flatnonzero(done), shares)
+            rho_profiles: FloatArray = np.round(jct / isolated, RHO_DECIMALS)
+            return rho_profiles, isolated
         rate = np.sum(throughput[done] * shares, axis=1)
         isolated[done] = total_steps[done].astype(np.float64) / rate
     rho: FloatArray = np.round(jct / isolated, RHO_DECIMALS)

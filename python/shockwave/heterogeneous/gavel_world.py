@@ -22,6 +22,14 @@ What happens at round boundary ``k``, as Gavel's ``simulate`` (``docs/simulator.
 6. each chosen job runs ``min(int(T[i, k] tau), steps left)`` steps, finishing at
    ``now + steps / T[i, k]`` (a pair at its co-located throughputs).
 
+A job that follows its epoch profiles (a native workload's, adapting or not:
+:mod:`~shockwave.heterogeneous.typed_profiles`) runs along its profile on type ``k`` for at most
+``tau`` seconds instead: its steps are the whole iterations it reaches (all it has left when its
+last epoch ends first) and it finishes when that stretch of its profile ends; a run that fails
+leaves its epoch where it was, and a job keeps its epoch when it moves to another type (no
+restart penalty, as for static jobs). Packing policies take static jobs only (co-located
+throughputs come from a throughput table).
+
 When the cluster empties before a later arrival, Gavel still holds a boundary with no job (it
 recomputes there when due, over no job): :meth:`GavelTypedWorld.idle_until` keeps it. No
 restart penalty, no batch-size adaptation, no over-time cut-off: Gavel's simulator has none.
@@ -70,6 +78,9 @@ class GavelTypedWorld(TypedWorld):
         self.round_start = 0.0
         self.round_end: float | None = None
         self.running: list[_Run] = []
+        #: for jobs that follow their profiles: the position a run in flight reaches
+        self.next_epoch = np.zeros(n, dtype=np.int64)
+        self.next_fraction = np.zeros(n, dtype=np.float64)
 
     # ---------------------------------------------------------------------------- clock
     def close_round(self, round_index: int) -> float:
@@ -127,6 +138,8 @@ class GavelTypedWorld(TypedWorld):
     def _dispatch(self, entry: Entry, k: int, now: float) -> _Run:
         """Steps and finish time of one run (a pair runs at its co-located throughputs)."""
         tau = self.round_seconds
+        if self.jobs.profiles is not None:
+            return self._dispatch_along_profile(entry[0], k, now)
         if len(entry) == 1:
             rates = [float(self.throughput_by_type(np.asarray(entry))[0, k])]
         else:
@@ -141,6 +154,24 @@ class GavelTypedWorld(TypedWorld):
             steps.append(count)
             finish = max(finish, now + count / thr)
         return finish, entry, k, tuple(steps)
+
+    def _dispatch_along_profile(self, job: int, k: int, now: float) -> _Run:
+        """A run of at most ``tau`` seconds along the job's profile on type ``k`` (module
+        notes): its whole iterations and the time that stretch takes."""
+        profiles = self.jobs.profiles
+        assert profiles is not None
+        one = np.array([job], dtype=np.int64)
+        run, finishes, epoch, fraction = profiles.advance(
+            one, np.array([k], dtype=np.int64), self.epoch[one], self.fraction[one],
+            np.array([self.round_seconds]),
+        )  # fmt: skip
+        total = int(self.jobs.total_steps[job])
+        reached = total
+        if not finishes[0]:
+            done = float(profiles.iterations_done(one, epoch, fraction)[0])
+            reached = min(int(np.floor(done)), total)
+        self.next_epoch[job], self.next_fraction[job] = epoch[0], fraction[0]
+        return now + float(run[0]), (job,), k, (reached - int(self.steps_run[job]),)
 
     def _process_run(
         self,
@@ -171,6 +202,8 @@ class GavelTypedWorld(TypedWorld):
             if len(entry) == 1:
                 self.failures[job] = 0
             self.steps_run[job] += count
+            if self.jobs.profiles is not None:
+                self.epoch[job], self.fraction[job] = self.next_epoch[job], self.next_fraction[job]
             self.gpu_seconds[job, k] += execution * gang
             books.service[job] += execution
             if self.jobs.total_steps[job] - self.steps_run[job] <= 0:
@@ -191,6 +224,10 @@ class GavelTypedWorld(TypedWorld):
             "gpu_seconds": self.gpu_seconds.copy(),
             "busy_seconds": self.busy_seconds.copy(),
             "failures": self.failures.copy(),
+            "epoch": self.epoch.copy(),
+            "fraction": self.fraction.copy(),
+            "next_epoch": self.next_epoch.copy(),
+            "next_fraction": self.next_fraction.copy(),
             "now": self.now,
             "round_start": self.round_start,
             "round_end": self.round_end,
@@ -207,6 +244,15 @@ class GavelTypedWorld(TypedWorld):
         gpu_seconds = saved.array("gpu_seconds", np.float64, (n, k))
         busy_seconds = saved.array("busy_seconds", np.float64, (k,))
         failures = saved.array("failures", np.int64, (n,))
+        position = {}
+        for name in ("epoch", "next_epoch"):
+            position[name] = saved.array(name, np.int64, (n,))
+            if np.any(position[name] < 0):
+                raise saved.error(name, "an epoch index is out of range")
+        for name in ("fraction", "next_fraction"):
+            position[name] = saved.array(name, np.float64, (n,))
+            if np.any(~((position[name] >= 0.0) & (position[name] <= 1.0))):
+                raise saved.error(name, "a fraction of an epoch is outside [0, 1]")
         now = saved.number("now")
         round_start = saved.number("round_start")
         round_end = None if saved.raw("round_end") is None else saved.number("round_end")
@@ -217,6 +263,8 @@ class GavelTypedWorld(TypedWorld):
         self.steps_run, self.gpu_seconds, self.busy_seconds = steps_run, gpu_seconds, busy_seconds
         self.failures, self.now, self.round_start = failures, now, round_start
         self.round_end, self.rounds, self.running = round_end, rounds, running
+        self.epoch, self.fraction = position["epoch"], position["fraction"]
+        self.next_epoch, self.next_fraction = position["next_epoch"], position["next_fraction"]
 
 
 def _runs(saved: StateReader, num_jobs: int, num_types: int) -> list[_Run]:

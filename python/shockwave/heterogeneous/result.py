@@ -111,6 +111,7 @@ class HeterogeneousResult:
         ftf, isolated = heterogeneous_ftf(
             jct, jobs.total_steps, jobs.throughput, jobs.gang,
             np.asarray(jobs.cluster.counts, dtype=np.int64), jobs.arrival, completion,
+            profiles=jobs.profiles,
         )  # fmt: skip
         rhos = ftf[finished].tolist()
         return cls(

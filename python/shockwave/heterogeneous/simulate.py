@@ -96,13 +96,18 @@ def typed_round_loop(
     """The round loop of a heterogeneous simulation (the policy is reset first).
 
     Raises:
-        ValueError: naming a job the policy cannot schedule, or a packing policy under the
-            exact mechanics.
+        ValueError: naming a job the policy cannot schedule, a packing policy under the
+            exact mechanics or for jobs with epoch profiles.
     """
     policy.check_jobs(jobs.job_ids.tolist(), jobs.gang.tolist())
     if config.mechanics == "exact" and policy.packs_jobs:
         raise ValueError(
             f"{policy.name} packs jobs onto shared GPUs: it runs under the gavel mechanics only"
+        )
+    if jobs.profiles is not None and policy.packs_jobs:
+        raise ValueError(
+            f"{policy.name} packs jobs onto shared GPUs, which needs their co-located "
+            "throughputs from a table: static jobs (a .trace) only"
         )
     policy.reset()
     books = typed_books(jobs)

@@ -5,7 +5,10 @@ without a batch size), a gang size, a number of iterations and an arrival time. 
 each GPU type comes from the throughput table. :class:`TypedJobs` holds them in trace order (job
 ``i`` is line ``i + 1`` of a ``.trace``), built from a Gavel ``.trace`` (every job type the table
 knows, batch-size ones or not: :func:`read_typed_trace`) or from a workload whose jobs carry
-their iteration counts (:func:`typed_jobs_from_workload`).
+their iteration counts (:func:`typed_jobs_from_workload`). A native workload's jobs, adapting or
+not, run along their epoch profile on each type instead (:func:`typed_jobs_from_profiles`,
+:mod:`~shockwave.heterogeneous.typed_profiles`): their speed on a type is that of the epoch they
+are in.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy.typing as npt
 
 from shockwave.errors import TraceError
 from shockwave.heterogeneous.cluster import ClusterSpec
+from shockwave.heterogeneous.typed_profiles import TypedProfiles
 from shockwave.heterogeneous.typed_throughputs import TypedThroughputTable
 from shockwave.heterogeneous.workload_check import check_workload_on_cluster
 from shockwave.limits import INT64_MAX
@@ -46,6 +50,10 @@ class TypedJobs:
         cluster: the cluster the throughputs are for.
         table: the throughput table they came from (its co-location pairs serve the packing
             policies: :meth:`colocated`); ``None`` when the jobs were built by hand.
+        profiles: for jobs that follow their epoch profiles (:func:`typed_jobs_from_profiles`),
+            their profiles on every type; ``throughput`` is then their speed at their first
+            epoch and ``total_steps`` the iterations of their whole profile. ``None``: static
+            jobs running at ``throughput``.
     """
 
     job_ids: IntArray
@@ -57,6 +65,7 @@ class TypedJobs:
     throughput: FloatArray
     cluster: ClusterSpec
     table: TypedThroughputTable | None = field(default=None, compare=False, repr=False)
+    profiles: TypedProfiles | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         n = self.job_ids.shape[0]
@@ -200,6 +209,37 @@ def typed_jobs_from_workload(
         throughput=table.matrix(types, gangs, cluster, job_ids=ids),
         cluster=cluster,
         table=table,
+    )
+
+
+def typed_jobs_from_profiles(workload: Workload, cluster: ClusterSpec | str) -> TypedJobs:
+    """The jobs of a native workload on ``cluster``, following their epoch profile on every type
+    (:mod:`~shockwave.heterogeneous.typed_profiles`): adapting jobs change speed epoch by epoch.
+    Jobs in arrival order (ties in file order). Both typed mechanics run them.
+
+    The workload is first checked against the cluster
+    (:func:`~shockwave.heterogeneous.workload_check.check_workload_on_cluster`).
+
+    Raises:
+        UnknownGpuTypeError, UnschedulableJobError: from ``check_workload_on_cluster``, naming
+            the type or the job and field.
+    """
+    spec = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec.parse(cluster)
+    check_workload_on_cluster(workload, spec)
+    jobs = sorted(workload.jobs, key=lambda j: j.arrival_time)
+    profiles = TypedProfiles(jobs, spec.types)
+    n = len(jobs)
+    first = profiles.throughput(np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+    return TypedJobs(
+        job_ids=np.asarray([j.job_id for j in jobs], dtype=np.int64),
+        job_types=tuple(j.job_type for j in jobs),
+        arrival=np.asarray([j.arrival_time for j in jobs], dtype=np.float64),
+        gang=np.asarray([j.gang_size for j in jobs], dtype=np.int64),
+        weight=np.asarray([j.weight for j in jobs], dtype=np.float64),
+        total_steps=np.rint(profiles.total_iterations).astype(np.int64),
+        throughput=first,
+        cluster=spec,
+        profiles=profiles,
     )
 
 

@@ -9,10 +9,14 @@ through :class:`~shockwave.heterogeneous.allocation.TypedRounds` with a state of
 (:class:`~shockwave.heterogeneous.protocol.TypedAllocationState`), not a
 :class:`~shockwave.scheduling.ClusterState`.
 
-A job's speed on type ``k`` comes from one place, :meth:`TypedWorld.throughput_by_type`
-(today the static ``T[i, k]`` of :attr:`TypedJobs.throughput
-<shockwave.heterogeneous.typed_jobs.TypedJobs.throughput>`): the mechanism, the policy's state
-and the worlds' progress all read it there.
+A job's speed on type ``k`` comes from one place, :meth:`TypedWorld.throughput_by_type`: the
+static ``T[i, k]`` of :attr:`TypedJobs.throughput
+<shockwave.heterogeneous.typed_jobs.TypedJobs.throughput>` for a ``.trace``'s jobs, or, for
+jobs that follow their epoch profiles (:attr:`TypedJobs.profiles
+<shockwave.heterogeneous.typed_jobs.TypedJobs.profiles>`), the iterations per second of the
+epoch each job is in (:attr:`TypedWorld.epoch`) on each type
+(:meth:`~shockwave.heterogeneous.typed_profiles.TypedProfiles.throughput`): the mechanism, the
+policy's state and the worlds' progress all read it there.
 """
 
 from __future__ import annotations
@@ -32,14 +36,19 @@ IntArray = npt.NDArray[np.int64]
 def typed_books(jobs: TypedJobs) -> JobBooks:
     """The books of a typed run: the jobs in trace order (arrivals are non-decreasing, so that
     is admission order), each job's exclusive time taken on its slowest usable type."""
-    usable = jobs.throughput > 0.0
-    slowest = np.where(usable, jobs.throughput, np.inf).min(axis=1)
+    if jobs.profiles is not None:
+        total = jobs.profiles.total_seconds
+        exclusive = np.where(np.isfinite(total), total, -np.inf).max(axis=1)
+    else:
+        usable = jobs.throughput > 0.0
+        slowest = np.where(usable, jobs.throughput, np.inf).min(axis=1)
+        exclusive = jobs.total_steps / slowest
     return JobBooks(
         job_ids=jobs.job_ids,
         arrival=jobs.arrival,
         gang=jobs.gang,
         weight=jobs.weight,
-        exclusive=jobs.total_steps / slowest,
+        exclusive=exclusive,
         gpus=jobs.cluster.total_gpus,
     )
 
@@ -69,11 +78,19 @@ class TypedWorld(ClusterWorld):
         self.busy_seconds = np.zeros(k, dtype=np.float64)
         #: round boundaries the world went through
         self.rounds = 0
+        #: for jobs that follow their profiles: the epoch each job is in, and the fraction of
+        #: it done (the same position on every type)
+        self.epoch = np.zeros(n, dtype=np.int64)
+        self.fraction = np.zeros(n, dtype=np.float64)
 
     def throughput_by_type(self, active: IntArray) -> FloatArray:
         """``T[i, k]``: iterations/s of each job of ``active`` on its gang of type ``k`` (0: it
-        cannot run there). The one source of a job's speed on a type."""
-        return self.jobs.throughput[active]
+        cannot run there). The one source of a job's speed on a type: the static table's, or
+        that of the epoch each job is in (module notes)."""
+        profiles = self.jobs.profiles
+        if profiles is None:
+            return self.jobs.throughput[active]
+        return profiles.throughput(active, self.epoch[active])
 
     def remaining_steps(self, active: IntArray) -> IntArray:
         """Iterations each job of ``active`` has left."""

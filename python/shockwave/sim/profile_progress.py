@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shockwave.catalog import MODEL_FAMILIES
+from shockwave.epoch_profile import EpochProfile
 from shockwave.workload import Job
 
 FloatArray = npt.NDArray[np.float64]
@@ -62,13 +63,22 @@ class ProfileProgress:
     ``total_iterations``. Per segment (flat, job after job): first epoch, epoch count, epoch
     duration, batch size, iterations per epoch, and the seconds and iterations the job has done
     before the segment.
+
+    Args:
+        jobs: the jobs (their samples per epoch give the iterations of each epoch).
+        profiles: one profile per job to follow instead of the jobs' own (a job's profile on
+            one GPU type, :meth:`~shockwave.workload.Job.profile_on`: the same batch sizes,
+            other durations); ``None``: each job's :attr:`~shockwave.workload.Job.profile`.
     """
 
-    def __init__(self, jobs: Sequence[Job]) -> None:
+    def __init__(self, jobs: Sequence[Job], profiles: Sequence[EpochProfile] | None = None) -> None:
         n = len(jobs)
         # The segments are the profiles' own, as the jobs hold them (run-length encoded);
         # everything below is vectorised over all jobs' segments at once.
-        profiles = [job.profile for job in jobs]
+        if profiles is None:
+            profiles = [job.profile for job in jobs]
+        elif len(profiles) != n:
+            raise ValueError(f"{len(profiles)} profiles for {n} jobs")
         self.epochs = np.array([r.num_epochs for r in profiles], dtype=np.int64)
         self.segments = np.array([r.num_segments for r in profiles], dtype=np.int64)
         self.segment_start = np.concatenate(([0], np.cumsum(self.segments)[:-1])).astype(np.int64)

@@ -1,4 +1,4 @@
-"""Typed slots: real runs on a heterogeneous cluster (``RuntimeConfig(cluster=...)``).
+"""Typed slots: real runs on a heterogeneous cluster (``RuntimeConfig(cluster=spec)``).
 
 Every gang must run on slots of the GPU type its policy chose, as the result says, as the
 journal's launches say, and as the job processes themselves saw it (the first line each
@@ -139,7 +139,9 @@ needs_two_cores = pytest.mark.skipif(usable_cores() < 2, reason="needs two CPU s
 @needs_two_cores
 def test_a_typed_run_runs_every_gang_on_slots_of_its_type(tmp_path: Path) -> None:
     workload = typed_workload()
-    config = RuntimeConfig(cluster=CLUSTER, round_seconds=1.0, run_dir=tmp_path / "run")
+    config = RuntimeConfig(
+        cluster=ClusterSpec.parse(CLUSTER), round_seconds=1.0, run_dir=tmp_path / "run"
+    )
     assert config.gpus == 2
     result = run_workload(workload, "gavel", config)
     check_every_gang_on_its_type(result, workload)
@@ -159,7 +161,10 @@ def test_a_typed_run_under_ray_runs_every_gang_on_its_type(tmp_path: Path) -> No
     pytest.importorskip("ray")
     workload = typed_workload()
     config = RuntimeConfig(
-        cluster=CLUSTER, round_seconds=1.0, executor="ray", run_dir=tmp_path / "run"
+        cluster=ClusterSpec.parse(CLUSTER),
+        round_seconds=1.0,
+        executor="ray",
+        run_dir=tmp_path / "run",
     )
     result = run_workload(workload, "gavel", config)
     assert result.executor == "ray"
@@ -177,19 +182,24 @@ def test_a_typed_run_under_ray_runs_every_gang_on_its_type(tmp_path: Path) -> No
 def test_bad_input_is_refused_before_the_journal(
     cluster: str, error: type[Exception], named: str, tmp_path: Path
 ) -> None:
-    config = RuntimeConfig(cluster=cluster, round_seconds=1.0, run_dir=tmp_path / "run")
+    config = RuntimeConfig(
+        cluster=ClusterSpec.parse(cluster), round_seconds=1.0, run_dir=tmp_path / "run"
+    )
     with pytest.raises(error, match=named):
         run_workload(typed_workload(), "gavel", config)
     assert not (tmp_path / "run" / "journal.sqlite").exists()
 
 
 def test_a_homogeneous_policy_is_refused_on_typed_slots(tmp_path: Path) -> None:
-    config = RuntimeConfig(cluster=CLUSTER, run_dir=tmp_path / "run")
+    config = RuntimeConfig(cluster=ClusterSpec.parse(CLUSTER), run_dir=tmp_path / "run")
     with pytest.raises(ValueError, match="shockwave"):
         run_workload(typed_workload(), "shockwave", config)
     with pytest.raises(ValueError, match="gpus"):
-        RuntimeConfig(gpus=3, cluster=CLUSTER)
-    assert type_slots(RuntimeConfig(cluster="v100:2,p100:1")) == {"v100": (0, 1), "p100": (2,)}
+        RuntimeConfig(gpus=3, cluster=ClusterSpec.parse(CLUSTER))
+    assert type_slots(RuntimeConfig(cluster=ClusterSpec.parse("v100:2,p100:1"))) == {
+        "v100": (0, 1),
+        "p100": (2,),
+    }
     assert type_slots(RuntimeConfig(gpus=2)) is None
 
 
@@ -233,7 +243,7 @@ def run_typed_fake(
     clock = clock or FakeClock()
     run_dir.mkdir(parents=True, exist_ok=True)
     executor = FakeExecutor(workload, clock, **executor_options)  # type: ignore[arg-type]
-    config = RuntimeConfig(cluster=cluster, round_seconds=tau, run_dir=run_dir)
+    config = RuntimeConfig(cluster=ClusterSpec.parse(cluster), round_seconds=tau, run_dir=run_dir)
     journal = Journal(run_dir / "journal.sqlite", create=not resume)
     scheduler = RuntimeScheduler(
         workload, make_typed_policy(policy), config, executor, journal, "cpu", clock=clock
@@ -275,7 +285,7 @@ def test_typed_runs_on_a_simulated_clock_keep_every_gang_on_its_type(
 
 def test_a_gang_larger_than_any_type_is_refused(tmp_path: Path) -> None:
     workload = make_workload(seed=0, jobs=4)  # job 3 is a gang of 2
-    config = RuntimeConfig(cluster="v100:1,p100:1", run_dir=tmp_path / "run")
+    config = RuntimeConfig(cluster=ClusterSpec.parse("v100:1,p100:1"), run_dir=tmp_path / "run")
     with pytest.raises(UnschedulableJobError, match="gang_size"):
         run_workload(workload, "gavel", config)
     assert ClusterSpec.parse(CLUSTER).total_gpus == 2
@@ -286,17 +296,17 @@ def test_an_interrupted_typed_run_resumes_from_its_journal(tmp_path: Path) -> No
     clock = FakeClock()
     checkpoints: dict[int, float] = {}
     run_dir = tmp_path / "run"
-    options: dict[str, object] = {"checkpoints": checkpoints}
     first, _, _ = run_typed_fake(
         workload, "themis", run_dir, "v100:1,p100:2", clock=clock, interrupt_at=1065.0,
-        **options,
+        checkpoints=checkpoints,
     )  # fmt: skip
     assert first.incomplete
     before = first.gpu_types
     assert before is not None and any(before)
     second, scheduler, _ = run_typed_fake(
-        workload, "themis", run_dir, "v100:1,p100:2", clock=clock, resume=True, **options
-    )
+        workload, "themis", run_dir, "v100:1,p100:2", clock=clock, resume=True,
+        checkpoints=checkpoints,
+    )  # fmt: skip
     assert second.status == "completed"
     assert second.gpu_types is not None
     slots = type_slots(scheduler.config)

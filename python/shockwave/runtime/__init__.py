@@ -15,8 +15,8 @@ processes and phases), :mod:`~shockwave.runtime.failures` (restarts and kills),
   family or a user command) and returns a :class:`RunResult`;
 * :func:`resume_run` continues a run whose scheduler was killed or interrupted, from its journal;
 * executors: ``local`` (default: child processes) and ``ray`` (``pip install 'shockwave[ray]'``);
-* on a heterogeneous cluster (``RuntimeConfig(cluster="v100:1,p100:1")``) slots are typed: the
-  policy is a typed one (``gavel``, ``themis``, ``fifo``, ...:
+* on a heterogeneous cluster (``RuntimeConfig(cluster=ClusterSpec.parse("v100:1,p100:1"))``)
+  slots are typed: the policy is a typed one (``gavel``, ``themis``, ``fifo``, ...:
   :mod:`shockwave.heterogeneous.registry`) and every gang runs on slots of the type it chose.
 
 A run directory holds ``journal.sqlite`` (every round, durable), ``workload.jsonl`` (the run's

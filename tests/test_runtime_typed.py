@@ -8,6 +8,7 @@ On this machine there are no GPUs: the types are labels on CPU slots (no emulate
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -21,8 +22,11 @@ import pytest
 
 from shockwave.heterogeneous.cluster import ClusterSpec
 from shockwave.heterogeneous.registry import make_typed_policy
+from shockwave.heterogeneous.simulate import HeterogeneousConfig, typed_round_loop
 from shockwave.heterogeneous.workload_check import UnknownGpuTypeError, UnschedulableJobError
 from shockwave.job.families import FAMILIES
+from shockwave.rounds.loop import RoundLoop
+from shockwave.rounds.observers import RoundObserver, RoundReport
 from shockwave.run_spec import RunSpec
 from shockwave.runtime import RunResult, RuntimeConfig, run_workload
 from shockwave.runtime.config import type_slots, usable_cores
@@ -317,3 +321,55 @@ def test_an_interrupted_typed_run_resumes_from_its_journal(tmp_path: Path) -> No
     lost = max(k for rounds in before for k, _ in rounds)
     for old, new in zip(before, second.gpu_types, strict=True):
         assert [r for r in new if r[0] < lost] == [r for r in old if r[0] < lost]
+
+
+class _TypeLog(RoundObserver):
+    """Every job's ``[round, GPU type]`` in a typed simulation, by job id."""
+
+    def __init__(self) -> None:
+        self.types: dict[int, list[list[object]]] = {}
+
+    def round_decided(self, loop: RoundLoop, report: RoundReport) -> None:
+        decision = report.decision
+        assert decision.types is not None
+        names = ("v100", "p100")
+        for j, k in zip(decision.jobs.tolist(), decision.types.tolist(), strict=True):
+            job_id = int(report.job_ids[j])
+            self.types.setdefault(job_id, []).append([report.round_index, names[k]])
+
+
+@pytest.mark.parametrize("policy", ["gavel", "themis", "fifo", "mst", "ossp"])
+def test_ideal_jobs_on_typed_slots_reproduce_the_exact_typed_simulator(
+    policy: str, tmp_path: Path
+) -> None:
+    """Static jobs at one speed (the fake executor's ideal jobs follow their profiles), no
+    restart penalty: the runtime on the simulated clock decides what the typed simulator's
+    ``exact`` mechanics decide, round by round and type by type."""
+    jobs = tuple(
+        dataclasses.replace(
+            job,
+            mode="static",
+            batch_sizes=np.full(job.num_epochs, 32),
+            epoch_seconds=np.full(job.num_epochs, 7.0),
+        )
+        for job in make_workload(seed=0, jobs=8).jobs
+    )
+    workload = Workload(jobs)
+    result, scheduler, _ = run_typed_fake(workload, policy, tmp_path / "run", "v100:2,p100:2")
+    assert scheduler.typed is not None
+    config = HeterogeneousConfig(
+        round_seconds=10.0,
+        mechanics="exact",
+        restart_penalty_seconds=0.0,
+        recompute_interval_seconds=scheduler.config.recompute_interval_seconds,
+    )
+    loop = typed_round_loop(scheduler.typed, make_typed_policy(policy), config)
+    log = _TypeLog()
+    loop.observers.append(log)
+    loop.run()
+    np.testing.assert_allclose(
+        scheduler.ledger.completion_time, loop.ledger.completion_time, rtol=1e-12
+    )
+    assert result.gpu_types is not None
+    for job, rounds in zip(workload.jobs, result.gpu_types, strict=True):
+        assert rounds == log.types[job.job_id], job.job_id

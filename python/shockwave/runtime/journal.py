@@ -6,7 +6,9 @@ round loop, after the round is decided and before it is carried out) holding
 
 * the :class:`~shockwave.scheduling.ClusterState` handed to the policy and the policy's answer
   (on resume the policy's calls are replayed into a fresh policy, as a check: the rounds whose
-  answer differs are reported, :func:`replay_divergence`), and
+  answer differs are reported, :func:`replay_divergence`); on typed slots (a heterogeneous
+  cluster) instead the round's time and active job ids, and the decision: its job ids, the GPU
+  type of each one's gang and the typed policy's ``X[i, k]`` (not replayed on resume), and
 * the round loop's snapshot after the decision (:class:`~shockwave.rounds.snapshot.RoundSnapshot`,
   the same snapshot a simulation checkpoint holds, the policy's own state included): a resume
   restores it,

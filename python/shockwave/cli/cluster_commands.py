@@ -2,7 +2,8 @@
 
 * ``cluster profile -o T.json``: measure the bundled families' throughput on this machine;
 * ``cluster generate --jobs N --gpus G [--minutes M] [--seed S] -o W.jsonl``: a runnable workload;
-* ``cluster run --workload W.jsonl --gpus G --policy P ...``: run it for real;
+* ``cluster run --workload W.jsonl --gpus G --policy P ...``: run it for real (``--cluster
+  v100:1,p100:1`` instead of ``--gpus``: typed slots, a typed policy);
   ``cluster run --resume DIR``: continue a run whose scheduler was killed or interrupted.
 """
 
@@ -24,6 +25,9 @@ from shockwave.cli.paths import check_distinct_paths
 from shockwave.cli.simulate_commands import render_summary
 from shockwave.config_file import RUNTIME_KEYS, ConfigFile, read_config
 from shockwave.errors import DataError, OutputError, UsageError
+from shockwave.heterogeneous.cluster import ClusterSpec
+from shockwave.heterogeneous.registry import resolve_typed_policy
+from shockwave.heterogeneous.workload_check import check_workload_on_cluster
 from shockwave.policies import POLICIES, resolve_policy_name
 from shockwave.runtime import JournalError, RunDirectoryBusyError
 from shockwave.runtime.config import DEFAULT_RUN_ROUND_SECONDS, EXECUTORS, RuntimeConfig
@@ -116,7 +120,14 @@ def register(subparsers: Any) -> None:
         "final digests, measured throughputs) and a journal to resume from.",
     )
     run.add_argument("--workload", metavar="W.jsonl", help="the runnable workload")
-    run.add_argument("--gpus", type=int, help="GPU slots")
+    slots = run.add_mutually_exclusive_group()
+    slots.add_argument("--gpus", type=int, help="GPU slots (a homogeneous cluster)")
+    slots.add_argument(
+        "--cluster",
+        metavar="SPEC",
+        help="typed slots of a heterogeneous cluster, 'v100:1,p100:1' (a typed policy: "
+        "gavel, themis, fifo, mst, ossp, ...; each gang runs on slots of the type it chose)",
+    )
     run.add_argument("--policy", help=f"scheduling policy: {', '.join(POLICIES)}")
     run.add_argument(
         "--executor",
@@ -357,14 +368,17 @@ def _start_run(args: argparse.Namespace, display: LiveDisplay, output: Path | No
         flag
         for flag, value in (
             ("--workload", args.workload),
-            ("--gpus", args.gpus),
+            ("--gpus or --cluster", args.gpus if args.cluster is None else args.cluster),
             ("--policy", args.policy),
         )
         if value is None
     ]
     if missing:
         raise ValueError(f"cluster run needs {', '.join(missing)} (or --resume DIR)")
-    name = resolve_policy_name(args.policy)
+    cluster = None if args.cluster is None else ClusterSpec.parse(args.cluster)
+    name = (
+        resolve_policy_name(args.policy) if cluster is None else resolve_typed_policy(args.policy)
+    )
     options = {
         "round_seconds": args.round_seconds,
         "executor": args.executor,
@@ -375,13 +389,16 @@ def _start_run(args: argparse.Namespace, display: LiveDisplay, output: Path | No
     config_file = read_config(args.config) if args.config else None
     parameters: dict[str, Any] = {}
     settings: dict[str, Any] = {}
+    if cluster is not None:
+        given["cluster"] = cluster
     if config_file is not None:
-        parameters = dict(config_file.policies.get(name, {}))
+        parameters = dict(config_file.policies.get(name, {})) if cluster is None else {}
         settings = _runtime_settings(config_file)
         for key in set(given) & set(settings):
             flag = f"--{key.replace('_', '-')}"
             raise UsageError(f"{args.config}: {key} is set there and by {flag}; keep one")
-        config_file.policy(name)  # a bad parameter fails now, before anything is written
+        if cluster is None:
+            config_file.policy(name)  # a bad parameter fails now, before anything is written
     if {**settings, **given}.get("ray_address") and {**settings, **given}.get("executor") != "ray":
         raise ValueError("--ray-address needs --executor ray")
     workload_path = Path(args.workload).absolute()
@@ -390,13 +407,15 @@ def _start_run(args: argparse.Namespace, display: LiveDisplay, output: Path | No
     if run_dir.exists() and not run_dir.is_dir():
         raise OutputError(f"--run-dir {run_dir}: exists and is not a directory")
     paths: dict[str, Any] = {"run_dir": run_dir, "workdir": workload_path.parent, "output": output}
-    config = RuntimeConfig(gpus=args.gpus, **given, **paths)  # the options alone (status 2)
+    config = RuntimeConfig(gpus=args.gpus or 0, **given, **paths)  # the options alone (status 2)
     if config_file is not None and settings:  # a refusal is the config's (status 3)
         shared = {k: v for k, v in settings.items() if k not in config_file.runtime}
-        config = config_file.runtime_config(gpus=args.gpus, **given, **paths, **shared)
+        config = config_file.runtime_config(gpus=args.gpus or 0, **given, **paths, **shared)
     if output is not None and output == config.run_dir / "result.json":
         raise OutputError(f"--output {output}: the run directory's own result file")
     workload = load_workload(workload_path)  # a bad job fails here, before any profiling
+    if cluster is not None:  # unknown types (status 2), jobs no type can run (status 3)
+        check_workload_on_cluster(workload, cluster)
     for job in workload.jobs:
         try:
             check_runnable(job, config.gpus, config.workdir)

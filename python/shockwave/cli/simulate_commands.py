@@ -469,12 +469,11 @@ class ProgressBar:
 def render_summary(result: SimulationResult) -> str:
     """The one-screen summary of one run."""
     hours = result.makespan / 3600.0
+    typed = getattr(result, "cluster", None)  # a real run on typed slots
+    gpus = f"{result.gpus} GPUs" + (f" ({typed})" if typed else "")
     rows = [
         ("policy", f"{result.policy} ({result.mechanics} mechanics)"),
-        (
-            "cluster",
-            f"{result.gpus} GPUs, rounds of {result.round_seconds:g} s, seed {result.seed}",
-        ),
+        ("cluster", f"{gpus}, rounds of {result.round_seconds:g} s, seed {result.seed}"),
         ("jobs / rounds", f"{result.jobs} / {result.rounds}"),
         ("makespan", f"{result.makespan:,.1f} s ({hours:.2f} h)"),
         ("JCT mean", f"{result.avg_jct:,.1f} s"),

@@ -47,7 +47,7 @@ from shockwave.rounds.world import Decision
 from shockwave.scheduling.protocol import PolicyBase
 
 if TYPE_CHECKING:
-    from shockwave.heterogeneous.typed_world import TypedWorld
+    from shockwave.heterogeneous.typed_world import TypedView, TypedWorld
     from shockwave.rounds.loop import RoundLoop
 
 FloatArray = npt.NDArray[np.float64]
@@ -120,10 +120,10 @@ class TypedRounds(RoundAllocator):
     def choose(
         self, loop: RoundLoop, round_index: int, now: float, active: IntArray
     ) -> AllocationStep:
-        from shockwave.heterogeneous.typed_world import TypedWorld
+        from shockwave.heterogeneous.typed_world import TypedView
 
         world = loop.world
-        assert isinstance(world, TypedWorld)
+        assert isinstance(world, TypedView)
         mechanism = self.mechanism
         fractions = None
         if self.cadence == "every-round":
@@ -174,7 +174,7 @@ class TypedRounds(RoundAllocator):
             self.type_rng.shuffle(order)
         return order
 
-    def _recompute(self, world: TypedWorld, now: float, active: IntArray) -> FloatArray:
+    def _recompute(self, world: TypedView, now: float, active: IntArray) -> FloatArray:
         """Ask the policy (its time booked) and install its checked allocation."""
         mechanism = self.mechanism
         pairs = mechanism.pair_entries()

@@ -21,6 +21,8 @@ policy's state and the worlds' progress all read it there.
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -31,6 +33,22 @@ from shockwave.rounds.world import ClusterWorld, ProgressColumns
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+
+
+@runtime_checkable
+class TypedView(Protocol):
+    """What the typed allocator reads of a cluster world: a simulated typed world, or a real
+    run's live cluster on typed slots (:mod:`shockwave.runtime.typed_slots`)."""
+
+    round_seconds: float
+
+    def throughput_by_type(self, active: IntArray) -> FloatArray:
+        """``T[i, k]`` of each job of ``active`` (iterations/s; 0: it cannot run there)."""
+        ...
+
+    def remaining_steps(self, active: IntArray) -> IntArray:
+        """Iterations each job of ``active`` has left."""
+        ...
 
 
 def typed_books(jobs: TypedJobs) -> JobBooks:

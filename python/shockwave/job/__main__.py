@@ -16,7 +16,7 @@ import sys
 import traceback
 
 from shockwave.job.context import connect
-from shockwave.job.spec import ENV_JOB
+from shockwave.job.spec import ENV_GPU_TYPE, ENV_GPUS, ENV_JOB
 from shockwave.job.trainer import train
 
 #: Errors that are about the job's input or environment: one line, no traceback.
@@ -38,6 +38,8 @@ def main() -> int:
         print(f"shockwave.job: {exc}", file=sys.stderr)
         return 1
     where = f"shockwave.job: job {ctx.launch.job_id} (incarnation {ctx.launch.incarnation})"
+    if not ctx.is_standalone:
+        print(f"{where}: {slots_seen()}", file=sys.stderr, flush=True)
     try:
         with ctx:
             final = train(ctx)
@@ -51,6 +53,17 @@ def main() -> int:
     if ctx.is_standalone and final is not None:
         print(final)
     return 0
+
+
+def slots_seen() -> str:
+    """What this process was given, as its log's first line says it: its slot ids, GPU type,
+    ``CUDA_VISIBLE_DEVICES`` and the CPU cores it may run on."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return (
+        f"slots {os.environ.get(ENV_GPUS, '')} type {os.environ.get(ENV_GPU_TYPE, '-')} "
+        f"cuda {os.environ.get('CUDA_VISIBLE_DEVICES', '-')} "
+        f"cores {','.join(str(c) for c in cores) or '-'}"
+    )
 
 
 if __name__ == "__main__":

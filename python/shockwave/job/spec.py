@@ -23,6 +23,8 @@ ENV_CHANNEL = "SHOCKWAVE_CHANNEL"
 ENV_AUTHKEY = "SHOCKWAVE_AUTHKEY"
 #: Comma-separated ids of the GPU slots the job holds (``"0,1"``), on GPUs and CPU slots alike.
 ENV_GPUS = "SHOCKWAVE_GPUS"
+#: The GPU type of the job's slots on a heterogeneous cluster (``"v100"``; unset otherwise).
+ENV_GPU_TYPE = "SHOCKWAVE_GPU_TYPE"
 #: Variables that cap a job's CPU threads (BLAS, OpenMP) at the threads it was given.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -51,6 +53,8 @@ class JobLaunch:
         threads: CPU threads the job may use (BLAS and OpenMP are capped to it).
         checkpoint_path: where the job keeps its checkpoint (written atomically).
         run: how to run it.
+        gpu_type: the GPU type of its slots on a heterogeneous cluster (``None`` on a
+            homogeneous one).
     """
 
     job_id: int
@@ -67,6 +71,7 @@ class JobLaunch:
     threads: int
     checkpoint_path: str
     run: RunSpec
+    gpu_type: str | None = None
 
     def to_json(self) -> str:
         """The JSON text passed in :data:`ENV_JOB`."""
@@ -86,6 +91,8 @@ class JobLaunch:
             "checkpoint_path": self.checkpoint_path,
             "run": self.run.to_dict(),
         }
+        if self.gpu_type is not None:
+            data["gpu_type"] = self.gpu_type
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
@@ -117,6 +124,7 @@ class JobLaunch:
                 threads=_integer(data, "threads", 1),
                 checkpoint_path=str(data["checkpoint_path"]),
                 run=RunSpec.from_dict(data["run"]),
+                gpu_type=None if data.get("gpu_type") is None else str(data["gpu_type"]),
             )
         except KeyError as exc:
             raise ValueError(f"{ENV_JOB}: field {exc.args[0]!r} is missing") from None

@@ -14,7 +14,10 @@ processes and phases), :mod:`~shockwave.runtime.failures` (restarts and kills),
 * :func:`run_workload` runs a workload of runnable jobs (each with a ``run`` spec: a bundled
   family or a user command) and returns a :class:`RunResult`;
 * :func:`resume_run` continues a run whose scheduler was killed or interrupted, from its journal;
-* executors: ``local`` (default: child processes) and ``ray`` (``pip install 'shockwave[ray]'``).
+* executors: ``local`` (default: child processes) and ``ray`` (``pip install 'shockwave[ray]'``);
+* on a heterogeneous cluster (``RuntimeConfig(cluster=ClusterSpec.parse("v100:1,p100:1"))``)
+  slots are typed: the policy is a typed one (``gavel``, ``themis``, ``fifo``, ...:
+  :mod:`shockwave.heterogeneous.registry`) and every gang runs on slots of the type it chose.
 
 A run directory holds ``journal.sqlite`` (every round, durable), ``workload.jsonl`` (the run's
 own copy of the workload), ``checkpoints/``, ``logs/`` (each job's output) and ``result.json``.
@@ -34,6 +37,9 @@ from typing import Any
 from shockwave import __version__
 from shockwave.atomic import atomic_write_text
 from shockwave.errors import OutputError
+from shockwave.heterogeneous.protocol import TypedAllocationPolicy
+from shockwave.heterogeneous.registry import make_typed_policy, resolve_typed_policy
+from shockwave.heterogeneous.workload_check import check_workload_on_cluster
 from shockwave.job.spec import SlotKind
 from shockwave.policies import make_policy, resolve_policy_name
 from shockwave.runtime.config import (
@@ -89,7 +95,7 @@ _CONFIG_KEYS = (
 
 def run_workload(
     workload: Workload,
-    policy: str | Policy,
+    policy: str | Policy | TypedAllocationPolicy,
     config: RuntimeConfig,
     *,
     policy_parameters: Mapping[str, Any] | None = None,
@@ -100,7 +106,9 @@ def run_workload(
     Args:
         workload: runnable jobs (``shockwave cluster generate``, or jobs with a ``run`` key).
         policy: a built-in policy's name or a policy instance (a run with an instance can be
-            resumed only by passing an equivalent instance to :func:`resume_run`).
+            resumed only by passing an equivalent instance to :func:`resume_run`); on a
+            heterogeneous cluster (``config.cluster``) a typed policy's name (``gavel``,
+            ``themis``, ``fifo``, ...) or instance.
         config: the cluster, the executor and the run directory (created; it must not hold a
             journal already).
         policy_parameters: parameters of a built-in policy given by name.
@@ -112,13 +120,16 @@ def run_workload(
 
     Raises:
         ValueError: for a workload that cannot run, a bad policy or setting, or slots the
-            machine does not have.
+            machine does not have; on a heterogeneous cluster, naming a GPU type the workload
+            does not know or a job no type can run
+            (:func:`~shockwave.heterogeneous.workload_check.check_workload_on_cluster`).
         JournalError: if ``run_dir`` already holds a journal.
     """
+    if config.cluster is not None:  # bad types and jobs no type can run: before anything
+        check_workload_on_cluster(workload, config.cluster)
     if isinstance(policy, str):
-        name = resolve_policy_name(policy)
         parameters = dict(policy_parameters or {})
-        instance = make_policy(name, parameters)
+        name, instance = _named_policy(policy, parameters, config)
     else:
         if policy_parameters:
             raise ValueError("policy_parameters apply to a policy given by name only")
@@ -140,7 +151,7 @@ def run_workload(
             {
                 "policy": name,
                 "policy_parameters": parameters,
-                "config": {key: getattr(config, key) for key in _CONFIG_KEYS},
+                "config": _config_meta(config),
                 "workdir": str(config.workdir),
                 "output": None if config.output is None else str(config.output),
                 "workload_sha256": hashlib.sha256(text.encode()).hexdigest(),
@@ -156,7 +167,7 @@ def run_workload(
 def resume_run(
     run_dir: str | Path,
     *,
-    policy: Policy | None = None,
+    policy: Policy | TypedAllocationPolicy | None = None,
     progress: RunProgressCallback | None = None,
 ) -> RunResult:
     """Continue the run in ``run_dir`` from its journal (a killed or interrupted scheduler).
@@ -205,7 +216,7 @@ def resume_run(
         else:
             if policy is not None:
                 raise JournalError(f"{run_dir}: the run used the built-in policy {name!r}")
-            instance = make_policy(name, meta.get("policy_parameters") or {})
+            _, instance = _named_policy(name, meta.get("policy_parameters") or {}, config)
         instance.reset()
         slot_kind = _slot_kind(config)
         return _execute(workload, instance, config, journal, slot_kind, progress, resume=True)
@@ -215,7 +226,7 @@ def resume_run(
 
 def _execute(
     workload: Workload,
-    policy: Policy,
+    policy: Policy | TypedAllocationPolicy,
     config: RuntimeConfig,
     journal: Journal,
     slot_kind: SlotKind,
@@ -293,6 +304,28 @@ def make_executor(config: RuntimeConfig) -> Executor:
 
         return RayExecutor(config)
     return LocalExecutor()
+
+
+def _named_policy(
+    name: str, parameters: dict[str, Any], config: RuntimeConfig
+) -> tuple[str, Policy | TypedAllocationPolicy]:
+    """A built-in policy by name: a typed one on a heterogeneous cluster (it takes no
+    parameters), the simulator's otherwise; with its resolved name."""
+    if config.cluster is None:
+        resolved = resolve_policy_name(name)
+        return resolved, make_policy(resolved, parameters)
+    resolved = resolve_typed_policy(name)
+    if parameters:
+        raise ValueError(f"policy {resolved!r} on a heterogeneous cluster takes no parameters")
+    return resolved, make_typed_policy(resolved)
+
+
+def _config_meta(config: RuntimeConfig) -> dict[str, Any]:
+    """The settings a resume runs with (the cluster spec as its text, when there is one)."""
+    meta: dict[str, Any] = {key: getattr(config, key) for key in _CONFIG_KEYS}
+    if config.cluster is not None:
+        meta["cluster"] = str(config.cluster)
+    return meta
 
 
 def _slot_kind(config: RuntimeConfig) -> SlotKind:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from shockwave.arguments import is_integer
+from shockwave.heterogeneous.cluster import ClusterSpec
 from shockwave.job.spec import SlotKind
 from shockwave.scheduling.config import GAVEL_MIN_SECONDS_BETWEEN_RECOMPUTES
 
@@ -27,7 +28,13 @@ class RuntimeConfig:
 
     Attributes:
         gpus: GPU slots in the cluster (G). On a machine without GPUs each slot is one CPU
-            thread (a core), so ``gpus`` must not exceed the cores the scheduler may use.
+            thread (a core), so ``gpus`` must not exceed the cores the scheduler may use. With
+            a ``cluster``, its total (``0``, the default then, takes it from the cluster).
+        cluster: the GPU types of a heterogeneous cluster (a :class:`ClusterSpec`; its text,
+            ``v100:1,p100:1``, is parsed into one); ``None`` for a homogeneous one of ``gpus``
+            slots. Its slots are numbered type after type in the spec's order (``v100``: 0,
+            ``p100``: 1); a typed policy (:mod:`shockwave.heterogeneous.registry`) then
+            chooses the type of every gang, and each gang runs on slots of its type.
         round_seconds: round length tau, seconds.
         executor: ``"local"`` (default: every job is a child process of the scheduler) or
             ``"ray"`` (every job runs in a Ray task that requests ``num_gpus = gang size``).
@@ -59,7 +66,7 @@ class RuntimeConfig:
     directory, and a resume from another directory finds the same files.
     """
 
-    gpus: int
+    gpus: int = 0
     round_seconds: float = DEFAULT_RUN_ROUND_SECONDS
     executor: ExecutorName = "local"
     ray_address: str | None = None
@@ -73,8 +80,23 @@ class RuntimeConfig:
     run_dir: Path = Path("shockwave-run")
     workdir: Path = Path(".")
     output: Path | None = None
+    cluster: ClusterSpec | None = None
 
     def __post_init__(self) -> None:
+        cluster: object = self.cluster
+        if isinstance(cluster, str):  # its text (a journal's, or a caller's)
+            cluster = ClusterSpec.parse(cluster)
+            object.__setattr__(self, "cluster", cluster)
+        if cluster is not None:
+            if not isinstance(cluster, ClusterSpec):
+                raise ValueError(f"cluster must be a ClusterSpec or its text, got {cluster!r}")
+            if self.gpus == 0:
+                object.__setattr__(self, "gpus", cluster.total_gpus)
+            elif self.gpus != cluster.total_gpus:
+                raise ValueError(
+                    f"gpus ({self.gpus!r}) must be the cluster's total ({cluster.total_gpus}: "
+                    f"{cluster}), or left out"
+                )
         if not is_integer(self.gpus, numpy=False) or self.gpus < 1:
             raise ValueError(f"gpus must be an integer >= 1, got {self.gpus!r}")
         if self.executor not in EXECUTORS:
@@ -126,6 +148,19 @@ def machine_gpus() -> int:
         return sum(1 for _ in root.iterdir())
     except OSError:
         return 0
+
+
+def type_slots(config: RuntimeConfig) -> dict[str, tuple[int, ...]] | None:
+    """The slots of each GPU type of ``config``'s cluster (numbered type after type, in the
+    spec's order); ``None`` for a homogeneous cluster."""
+    if config.cluster is None:
+        return None
+    slots: dict[str, tuple[int, ...]] = {}
+    first = 0
+    for name, count in zip(config.cluster.types, config.cluster.counts, strict=True):
+        slots[name] = tuple(range(first, first + count))
+        first += count
+    return slots
 
 
 def resolve_slot_kind(gpus: int, wanted: SlotKind | None) -> SlotKind:

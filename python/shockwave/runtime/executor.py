@@ -22,6 +22,7 @@ from shockwave.job.protocol import JobMessage, SchedulerMessage
 from shockwave.job.spec import (
     ENV_AUTHKEY,
     ENV_CHANNEL,
+    ENV_GPU_TYPE,
     ENV_GPUS,
     ENV_JOB,
     THREAD_VARIABLES,
@@ -87,9 +88,15 @@ class Executor(ABC):
 
 
 def job_launch(
-    job: Job, incarnation: int, slots: tuple[int, ...], slot_kind: SlotKind, checkpoint_path: str
+    job: Job,
+    incarnation: int,
+    slots: tuple[int, ...],
+    slot_kind: SlotKind,
+    checkpoint_path: str,
+    gpu_type: str | None = None,
 ) -> JobLaunch:
-    """What incarnation ``incarnation`` of a runnable ``job`` on ``slots`` is told.
+    """What incarnation ``incarnation`` of a runnable ``job`` on ``slots`` (of ``gpu_type``, on
+    a heterogeneous cluster) is told.
 
     Its batch sizes are the distinct batch sizes of its planning profile (its regimes); it gets
     one CPU thread per slot.
@@ -117,6 +124,7 @@ def job_launch(
         threads=len(slots),
         checkpoint_path=checkpoint_path,
         run=job.run,
+        gpu_type=gpu_type,
     )
 
 
@@ -168,8 +176,10 @@ def job_environment(
 ) -> dict[str, str]:
     """The environment of a job process (see :mod:`shockwave.job.spec`).
 
-    ``CUDA_VISIBLE_DEVICES`` is set to the job's slots on GPU slots; on CPU slots the thread
-    variables cap BLAS and OpenMP at the job's threads (one per slot).
+    ``CUDA_VISIBLE_DEVICES`` is set to the job's slots on GPU slots (on a heterogeneous cluster
+    they are devices of the launch's type); on CPU slots the thread variables cap BLAS and
+    OpenMP at the job's threads (one per slot). The launch's GPU type is in
+    ``SHOCKWAVE_GPU_TYPE`` (removed when it has none).
     """
     env = dict(os.environ if base is None else base)
     env[ENV_JOB] = launch.to_json()
@@ -178,6 +188,9 @@ def job_environment(
     env[ENV_GPUS] = ",".join(str(g) for g in launch.gpus)
     if launch.slot_kind == "gpu":
         env["CUDA_VISIBLE_DEVICES"] = env[ENV_GPUS]
+    env.pop(ENV_GPU_TYPE, None)
+    if launch.gpu_type is not None:
+        env[ENV_GPU_TYPE] = launch.gpu_type
     for variable in THREAD_VARIABLES:
         env[variable] = str(launch.threads)
     return env

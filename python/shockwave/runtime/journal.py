@@ -6,7 +6,9 @@ round loop, after the round is decided and before it is carried out) holding
 
 * the :class:`~shockwave.scheduling.ClusterState` handed to the policy and the policy's answer
   (on resume the policy's calls are replayed into a fresh policy, as a check: the rounds whose
-  answer differs are reported, :func:`replay_divergence`), and
+  answer differs are reported, :func:`replay_divergence`); on typed slots (a heterogeneous
+  cluster) instead the round's time and active job ids, and the decision: its job ids, the GPU
+  type of each one's gang and the typed policy's ``X[i, k]`` (not replayed on resume), and
 * the round loop's snapshot after the decision (:class:`~shockwave.rounds.snapshot.RoundSnapshot`,
   the same snapshot a simulation checkpoint holds, the policy's own state included): a resume
   restores it,
@@ -319,11 +321,24 @@ class JournalWriter(RoundObserver):
 
     def round_decided(self, loop: RoundLoop, report: RoundReport) -> None:
         state = report.state
-        assert state is not None  # a real run asks its policy every round
-        fields = {name: getattr(state, name) for name in _STATE_FIELDS}
+        decision = report.decision
+        answer: Any = report.answer
+        if decision.types is not None:  # typed slots: the round's jobs and their GPU types
+            typed = getattr(loop.world, "typed", None)
+            assert typed is not None
+            names: tuple[str, ...] = typed.cluster.types
+            fields: dict[str, Any] = {"time": report.time, "job_ids": report.job_ids[report.active]}
+            answer = {
+                "job_ids": report.job_ids[decision.jobs],
+                "types": [names[k] for k in decision.types.tolist()],
+                "fractions": report.fractions,
+            }
+        else:
+            assert state is not None  # a real run asks its policy every round
+            fields = {name: getattr(state, name) for name in _STATE_FIELDS}
         snapshot = dataclasses.replace(loop.snapshot(), round_index=report.round_index + 1)
         self.journal.append_round(
-            report.round_index, report.time, fields, report.answer, snapshot.to_data()
+            report.round_index, report.time, fields, answer, snapshot.to_data()
         )
 
 

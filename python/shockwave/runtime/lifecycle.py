@@ -36,6 +36,7 @@ class Process:
     Attributes:
         incarnation: its index among the job's launches.
         slots: the GPU slots it holds.
+        gpu_type: their GPU type on a heterogeneous cluster (``None`` on a homogeneous one).
         launched_at: wall-clock time of its launch, seconds.
         killed: whether the scheduler killed it (a timeout or a report that breaks the spec).
         busy_seen, steps_seen, stats_seen: its counters at its latest report (busy seconds,
@@ -45,6 +46,7 @@ class Process:
     incarnation: int
     slots: tuple[int, ...]
     launched_at: float
+    gpu_type: str | None = None
     killed: bool = False
     busy_seen: float = 0.0
     steps_seen: int = 0
@@ -186,6 +188,8 @@ class History:
         starts: per launch, ``[round, seconds from the round's dispatch to the job's hello (0
             for a crash restart), seconds from launch to hello, 1 if it restored a checkpoint,
             1 if it restarted a crashed process]``.
+        types: on a heterogeneous cluster, ``(round, GPU type)`` of every round it was
+            dispatched in (its gang ran on slots of that type).
     """
 
     launches: int = 0
@@ -194,6 +198,7 @@ class History:
     last_checkpoint_at: float = 0.0
     throughput: dict[int, list[float]] = field(default_factory=dict)
     starts: list[list[float]] = field(default_factory=list)
+    types: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -252,6 +257,7 @@ class LiveJob:
             "last_checkpoint_at": self.history.last_checkpoint_at,
             "throughput": {size: list(tally) for size, tally in self.history.throughput.items()},
             "starts": [list(start) for start in self.history.starts],
+            "types": [[k, name] for k, name in self.history.types],
             "error": self.error,
             "permanent": self.permanent,
             "outcome": None
@@ -285,6 +291,7 @@ class LiveJob:
                 last_checkpoint_at=saved.number("last_checkpoint_at", finite=True),
                 throughput=_throughput(saved),
                 starts=_starts(saved),
+                types=_types(saved),
             ),
             error=_optional_text(saved, "error"),
             permanent=saved.boolean("permanent"),
@@ -333,6 +340,22 @@ def _starts(saved: StateReader) -> list[list[float]]:
     ):
         raise saved.error("starts", "expected a list of five numbers per launch")
     return [list(start) for start in value]
+
+
+def _types(saved: StateReader) -> list[tuple[int, str]]:
+    if "types" not in saved.tree:  # a snapshot of a version without typed slots
+        return []
+    value = saved.raw("types")
+    if not isinstance(value, list) or not all(
+        isinstance(entry, list)
+        and len(entry) == 2
+        and isinstance(entry[0], int)
+        and not isinstance(entry[0], bool)
+        and isinstance(entry[1], str)
+        for entry in value
+    ):
+        raise saved.error("types", "expected a list of [round, GPU type] pairs")
+    return [(entry[0], entry[1]) for entry in value]
 
 
 def _outcome(saved: StateReader) -> Outcome | None:

@@ -19,6 +19,12 @@ drives a simulated cluster.
   the same information model as the planned-view simulator). A job's future is never read.
 * **Running a round** (:meth:`LiveCluster.run_round`) hands the decision to the jobs' processes
   (:mod:`shockwave.runtime.processes`: leases, stops, starts).
+* **Typed slots.** On a cluster of several GPU types (``typed``: the jobs' planned speed on
+  each type, :mod:`shockwave.runtime.typed_slots`) the live cluster is also the typed
+  allocator's view (:class:`~shockwave.heterogeneous.typed_world.TypedView`): a decision's
+  ``types`` go with its jobs to their processes (each gang on slots of its type; a gang that
+  moves to another type restarts there), every job's type in every round it is dispatched is
+  kept (``LiveJob.history.types``), and the time each job ran is booked on its type.
 * **A restart** of the scheduler (:meth:`LiveCluster.restore`) loses the round that was in
   flight: the trace clock restarts at its end, and every job whose process was alive waits
   until a round dispatches it again (it resumes from its checkpoint).
@@ -34,6 +40,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.heterogeneous.allocation import TypedRounds
+from shockwave.heterogeneous.mechanism import TypedRoundMechanism
+from shockwave.heterogeneous.typed_jobs import TypedJobs
 from shockwave.persistence import StateReader
 from shockwave.rounds.allocation import AllocationRounds
 from shockwave.rounds.ledger import JobLedger
@@ -94,6 +103,8 @@ class LiveCluster(ClusterWorld):
         allocation: the round mechanism of an allocation policy (``None`` for a round policy).
         plan: the jobs' planning profiles (by internal index).
         progress: live-display callback.
+        typed: the jobs' planned speed on each GPU type of a heterogeneous cluster (``None``
+            on a homogeneous one).
     """
 
     mechanics = "physical"
@@ -103,17 +114,20 @@ class LiveCluster(ClusterWorld):
         ledger: JobLedger,
         config: RuntimeConfig,
         processes: JobProcesses,
-        allocation: AllocationRounds | None,
+        allocation: AllocationRounds | TypedRounds | None,
         plan: PlanView,
         progress: RunProgressCallback | None = None,
+        typed: TypedJobs | None = None,
     ) -> None:
         self.ledger = ledger
+        self.typed = typed
         self.config = config
         self.processes = processes
         self.clock = processes.clock
         self.mechanism = None if allocation is None else allocation.mechanism
         self.progress = progress
         self.tau = float(config.round_seconds)
+        self.round_seconds = self.tau
         self.origin = float(ledger.arrival[0])
         self.samples_per_epoch = np.array(
             [float(job.samples_per_epoch or 1) for job in ledger.jobs], dtype=np.float64
@@ -122,6 +136,8 @@ class LiveCluster(ClusterWorld):
         self.grid = 0
         self.in_flight = -1  # the round dispatched and not yet booked
         self.dispatched = np.zeros(0, dtype=np.int64)
+        #: the GPU type index of each dispatched job (typed slots; empty otherwise)
+        self.dispatched_types = np.zeros(0, dtype=np.int64)
         self.round_boundary_wait: list[float] = []
         self.round_decision_seconds: list[float] = []
         self._deciding_since = 0.0
@@ -148,6 +164,19 @@ class LiveCluster(ClusterWorld):
                 dtype=np.int64,
             ),
         )
+
+    def throughput_by_type(self, active: IntArray) -> FloatArray:
+        """``T[i, k]`` of each job of ``active`` from its planning profiles (typed slots)."""
+        assert self.typed is not None
+        return self.typed.throughput[active]
+
+    def remaining_steps(self, active: IntArray) -> IntArray:
+        """Iterations each job of ``active`` has left: its plan's total less the steps it
+        reported (typed slots)."""
+        assert self.typed is not None
+        steps = np.array([self.live[j].progress.steps for j in active.tolist()], dtype=np.int64)
+        left: IntArray = np.maximum(self.typed.total_steps[active] - steps, 0)
+        return left
 
     def status(self) -> RunStatus:
         """Where the run stands."""
@@ -182,7 +211,16 @@ class LiveCluster(ClusterWorld):
         round_end = self.origin + (self.grid + 1) * self.tau
         self.in_flight = round_index
         self.dispatched = np.sort(decision.jobs)
-        self.processes.dispatch(self.dispatched, round_index, round_end)
+        names = None
+        if self.typed is not None:
+            assert decision.types is not None
+            order = np.argsort(decision.jobs, kind="stable")
+            self.dispatched_types = decision.types[order]
+            types = self.typed.cluster.types
+            names = [types[k] for k in self.dispatched_types.tolist()]
+            for j, name in zip(self.dispatched.tolist(), names, strict=True):
+                self.live[j].history.types.append((round_index, name))
+        self.processes.dispatch(self.dispatched, round_index, round_end, names)
         self.round_decision_seconds.append(self.clock.wall() - self._deciding_since)
         self.grid += 1
         self.processes.round_index = round_index + 1
@@ -239,7 +277,15 @@ class LiveCluster(ClusterWorld):
         )
         ledger.service[jobs] += run_seconds
         ledger.round_busy[k - 1] = float(run_seconds @ ledger.gang[jobs])
-        if self.mechanism is not None:
+        if self.typed is not None:
+            typed_mechanism = self.mechanism
+            assert isinstance(typed_mechanism, TypedRoundMechanism)
+            for job, k, seconds in zip(
+                jobs.tolist(), self.dispatched_types.tolist(), run_seconds.tolist(), strict=True
+            ):
+                typed_mechanism.record_run((job,), k, seconds)
+        elif self.mechanism is not None:
+            assert not isinstance(self.mechanism, TypedRoundMechanism)
             self.mechanism.record_run(jobs, run_seconds)
         measured = (run_seconds > 0) & (sizes > 0)
         if measured.any():
@@ -267,6 +313,11 @@ class LiveCluster(ClusterWorld):
             if outcome.kind == "failed":
                 ledger.dropped[j] = True
         ledger.complete(jobs, when, k)
+        if self.typed is not None:
+            typed_mechanism = self.mechanism
+            assert isinstance(typed_mechanism, TypedRoundMechanism)
+            for job in ended:
+                typed_mechanism.remove(job)
 
     # ------------------------------------------------------------------------ snapshots
     def snapshot(self) -> dict[str, Any]:
@@ -275,6 +326,7 @@ class LiveCluster(ClusterWorld):
             "grid": self.grid,
             "in_flight": self.in_flight,
             "dispatched": self.dispatched.copy(),
+            "dispatched_types": self.dispatched_types.copy(),
             "round_boundary_wait": np.array(self.round_boundary_wait, dtype=np.float64),
             "round_decision_seconds": np.array(self.round_decision_seconds, dtype=np.float64),
         }
@@ -294,12 +346,19 @@ class LiveCluster(ClusterWorld):
         dispatched = saved.array("dispatched", np.int64, (None,))
         if np.any((dispatched < 0) | (dispatched >= self.ledger.n)):
             raise saved.error("dispatched", "a job index is out of range")
+        types = self.typed.cluster.num_types if self.typed is not None else 0
+        dispatched_types = saved.array(
+            "dispatched_types", np.int64, (dispatched.shape[0] if types else 0,)
+        )
+        if np.any((dispatched_types < 0) | (dispatched_types >= types)):
+            raise saved.error("dispatched_types", "a GPU type index is out of range")
         waits = saved.array("round_boundary_wait", np.float64, (None,)).tolist()
         decisions = saved.array("round_decision_seconds", np.float64, (None,)).tolist()
         saved.done()
         self.processes.live = live
         self.processes.forget_processes()
         self.in_flight, self.dispatched = in_flight, dispatched
+        self.dispatched_types = dispatched_types
         self.round_boundary_wait, self.round_decision_seconds = waits, decisions
         self.grid = grid + 1  # the round in flight is lost
         self.clock.base = self.origin + self.grid * self.tau

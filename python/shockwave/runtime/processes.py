@@ -10,6 +10,10 @@
 * **Events.** A process's messages (hello, boundary, checkpointed, finished, failed) and its exit
   move its job on; a message of an earlier incarnation is ignored. Reports are folded in by
   :mod:`shockwave.runtime.accounting`.
+* **Typed slots.** On a heterogeneous cluster every chosen job comes with the GPU type of its
+  gang: it starts on free slots of that type only (:func:`~shockwave.runtime.config.type_slots`),
+  and a job at its boundary chosen on another type than its process's is stopped (it
+  checkpoints) and starts again on the new type: a restart.
 * **Faults.** Crashes, timeouts and reports that break a job's spec are decided by the
   :class:`~shockwave.runtime.failures.FailurePolicy`.
 
@@ -28,7 +32,7 @@ import numpy.typing as npt
 from shockwave.job.protocol import JobMessage, Lease, SchedulerMessage
 from shockwave.job.spec import SlotKind
 from shockwave.runtime.accounting import fold_report, report_problem, start_counting
-from shockwave.runtime.config import RuntimeConfig
+from shockwave.runtime.config import RuntimeConfig, type_slots
 from shockwave.runtime.executor import Executor, ExecutorEvent, JobExited, job_launch
 from shockwave.runtime.failures import Fail, FailurePolicy, Restart
 from shockwave.runtime.journal import Journal
@@ -111,6 +115,10 @@ class JobProcesses:
         self.live = [LiveJob() for _ in jobs]
         self.internal = {int(job_id): i for i, job_id in enumerate(job_ids.tolist())}
         self.free_slots = list(range(config.gpus))
+        #: per GPU type, its slots (``None`` on a homogeneous cluster)
+        self.type_slots = type_slots(config)
+        #: per job (internal index), the GPU type of its gang in the latest round it was chosen
+        self.gang_type: dict[int, str] = {}
         self.queue: list[PendingLaunch] = []
         #: the round the latest dispatch was for (-1: none since the scheduler started)
         self.current_round = -1
@@ -146,17 +154,27 @@ class JobProcesses:
         return self.config.gpus - len(self.free_slots)
 
     # ------------------------------------------------------------------------ dispatch
-    def dispatch(self, chosen: IntArray, round_index: int, round_end: float) -> None:
+    def dispatch(
+        self,
+        chosen: IntArray,
+        round_index: int,
+        round_end: float,
+        types: list[str] | None = None,
+    ) -> None:
         """Carry out round ``round_index``'s decision (``chosen``: internal indices, in the order
-        jobs start): extend, stop, start."""
+        jobs start; ``types``: the GPU type of each one's gang, on a heterogeneous cluster):
+        extend, stop, start."""
         self.current_round = round_index
         self.round_end = round_end
         self.dispatch_wall = self.clock.wall()
         picked = set(chosen.tolist())
+        if types is not None:
+            self.gang_type.update(zip(chosen.tolist(), types, strict=True))
         for j, job in enumerate(self.live):
             phase = job.phase
             if isinstance(phase, AtBoundary):
-                if j in picked:
+                moves = j in picked and phase.process.gpu_type != self.gang_type.get(j)
+                if j in picked and not moves:
                     job.lease_round = round_index
                     job.round.batch_size = job.progress.batch_size
                     self._grant(j, phase.process)
@@ -164,7 +182,7 @@ class JobProcesses:
                     job.history.preemptions += 1
                     job.phase = Stopping(phase.process)
                     self._send(j, phase.process, SchedulerMessage(None))
-                    self._event("preempt", j)
+                    self._event("preempt", j, None if not moves else f"to {self.gang_type[j]}")
             elif isinstance(phase, Training):
                 phase.due_at = 0.0
             elif isinstance(phase, Starting) and j not in picked:
@@ -178,7 +196,13 @@ class JobProcesses:
                 self.queue.append(PendingLaunch(j, crash_restart=False))
                 queued.add(j)
             elif isinstance(phase, Starting):
-                phase.stop_on_hello = False
+                if phase.process.gpu_type == self.gang_type.get(j):
+                    phase.stop_on_hello = False
+                else:  # started on another type: stopped at its hello, it restarts on this one
+                    phase.stop_on_hello = True
+                    if j not in queued:
+                        self.queue.append(PendingLaunch(j, crash_restart=False))
+                        queued.add(j)
         self.start_queued()
 
     def due_at_boundary(self) -> None:
@@ -217,13 +241,23 @@ class JobProcesses:
                 waiting.append(entry)  # its previous process is still stopping
                 continue
             gang = self.jobs[entry.job].gang_size
-            if len(self.free_slots) < gang:
+            free = self._free_for(entry.job)
+            if len(free) < gang:
                 waiting.append(entry)
                 continue
-            slots = tuple(self.free_slots[:gang])
-            del self.free_slots[:gang]
+            slots = tuple(free[:gang])
+            taken = set(slots)
+            self.free_slots = [s for s in self.free_slots if s not in taken]
             self._launch(entry, slots)
         self.queue = waiting
+
+    def _free_for(self, j: int) -> list[int]:
+        """The free slots job ``j`` may start on: those of its gang's type on a heterogeneous
+        cluster, any otherwise."""
+        if self.type_slots is None:
+            return self.free_slots
+        mine = set(self.type_slots[self.gang_type[j]])
+        return [s for s in self.free_slots if s in mine]
 
     def _launch(self, entry: PendingLaunch, slots: tuple[int, ...]) -> None:
         j = entry.job
@@ -231,10 +265,16 @@ class JobProcesses:
         spec = self.jobs[j]
         incarnation = job.history.launches
         job.history.launches += 1
-        process = Process(incarnation, slots, self.clock.wall(), steps_seen=job.progress.steps)
+        gpu_type = None if self.type_slots is None else self.gang_type[j]
+        process = Process(
+            incarnation, slots, self.clock.wall(), gpu_type, steps_seen=job.progress.steps
+        )
         job.phase = Starting(process, crash_restart=entry.crash_restart)
-        launch = job_launch(spec, incarnation, slots, self.slot_kind, str(self.checkpoint_path(j)))
-        self._event("launch", j, f"incarnation {incarnation} on slots {list(slots)}")
+        launch = job_launch(
+            spec, incarnation, slots, self.slot_kind, str(self.checkpoint_path(j)), gpu_type
+        )
+        where = "" if gpu_type is None else f"{gpu_type} "
+        self._event("launch", j, f"incarnation {incarnation} on {where}slots {list(slots)}")
         try:
             self.executor.start(launch, self.config.workdir, self.log_path(j))
         except OSError as exc:  # e.g. a user command that does not exist: it never will

@@ -8,6 +8,16 @@ environment, same lease protocol over a node-local Unix socket) and relays its m
 scheduler through a broker actor pinned to the scheduler's node; scheduler messages travel back
 the same way. Nothing but Ray crosses machines.
 
+**Typed slots.** On a heterogeneous cluster (``RuntimeConfig.cluster``) a job's task also asks
+Ray for its GPU type as one custom resource per type, ``{"gpu_type:v100": gang size}``
+(:func:`type_resource`), so Ray places it on a node that has GPUs of that type; the task checks
+that Ray assigned it that resource before the job starts. The nodes of a joined cluster declare
+their GPUs' type with that resource (``ray start --num-gpus 8 --resources
+'{"gpu_type:v100": 8}'``). A local Ray instance started by the executor gets, for every type of
+the cluster, as many logical GPUs and as much of that type's resource as the spec says; there
+the job keeps the slots the scheduler chose for it (of its type), since Ray's logical GPU ids on
+one node are not tied to a type.
+
 With ``ray_address`` the executor joins that cluster (every node needs this package installed,
 and the run directory must be on a file system all nodes share: jobs write their checkpoints and
 logs there). Without it, a local Ray instance is started with ``gpus`` logical GPUs and shut down
@@ -44,6 +54,11 @@ _KILL = b"__kill__"
 #: Seconds :meth:`RayExecutor.close` waits for the job tasks it asked to end before it cancels
 #: the ones still running.
 CLOSE_GRACE_SECONDS = 10.0
+
+
+def type_resource(gpu_type: str) -> str:
+    """The Ray custom resource that stands for one GPU of ``gpu_type``."""
+    return f"gpu_type:{gpu_type}"
 
 
 @ray.remote(num_cpus=0)
@@ -93,10 +108,24 @@ class LeaseBroker:
 
 
 @ray.remote(num_cpus=0, max_retries=0)
-def run_job(launch_json: str, broker: Any, workdir: str, log_path: str) -> int | None:
-    """A job's Ray task: start the job process on this node's GPUs and relay its messages."""
+def run_job(
+    launch_json: str, broker: Any, workdir: str, log_path: str, keep_slots: bool = False
+) -> int | None:
+    """A job's Ray task: start the job process on this node's GPUs and relay its messages
+    (``keep_slots``: on the scheduler's own slots, see the module notes)."""
     launch = JobLaunch.from_json(launch_json)
-    ids = [int(float(g)) for g in ray.get_gpu_ids()][: launch.gang_size]
+    if launch.gpu_type is not None:
+        name = type_resource(launch.gpu_type)
+        assigned = ray.get_runtime_context().get_assigned_resources()  # type: ignore[no-untyped-call,unused-ignore]
+        held = assigned.get(name, 0.0)
+        if held < launch.gang_size:
+            raise RuntimeError(
+                f"job {launch.job_id}: Ray assigned {held} of {name}, not {launch.gang_size}"
+            )
+    if keep_slots:
+        ids = list(launch.gpus)
+    else:
+        ids = [int(float(g)) for g in ray.get_gpu_ids()][: launch.gang_size]
     kind: SlotKind = "gpu" if machine_gpus() > 0 else "cpu"
     launch = dataclasses.replace(launch, gpus=tuple(ids), slot_kind=kind)
     cores = None
@@ -166,8 +195,22 @@ class RayExecutor(Executor):
             if config.ray_address is not None:
                 ray.init(address=config.ray_address, log_to_driver=False)
             else:
-                ray.init(num_gpus=config.gpus, include_dashboard=False, log_to_driver=False)
+                resources = None
+                if config.cluster is not None:
+                    resources = {
+                        type_resource(name): float(count)
+                        for name, count in zip(
+                            config.cluster.types, config.cluster.counts, strict=True
+                        )
+                    }
+                ray.init(
+                    num_gpus=config.gpus,
+                    resources=resources,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                )
                 self._started_ray = True
+        self._keep_slots = self._started_ray and config.cluster is not None
         node = ray.get_runtime_context().get_node_id()
         strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node, soft=False)
         broker: Any = LeaseBroker  # Ray's actor class (its typing does not know the decorator)
@@ -178,8 +221,15 @@ class RayExecutor(Executor):
 
     def start(self, launch: JobLaunch, workdir: Path, log_path: Path) -> None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        ref = run_job.options(num_gpus=launch.gang_size, num_cpus=0).remote(
-            launch.to_json(), self._broker, str(workdir.resolve()), str(log_path.resolve())
+        options: dict[str, Any] = {"num_gpus": launch.gang_size, "num_cpus": 0}
+        if launch.gpu_type is not None:
+            options["resources"] = {type_resource(launch.gpu_type): float(launch.gang_size)}
+        ref = run_job.options(**options).remote(
+            launch.to_json(),
+            self._broker,
+            str(workdir.resolve()),
+            str(log_path.resolve()),
+            self._keep_slots,
         )
         self._tasks[launch.job_id] = (launch.incarnation, ref)
 

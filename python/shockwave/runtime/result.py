@@ -72,6 +72,9 @@ class RunResult(SimulationResult):
     replayed policy answer differed on resume), ``run_dir``, ``machine_load`` (``other_cores``:
     the CPU time other programs took during the run, in cores, ``steal_fraction`` and the rest of
     :class:`~shockwave.runtime.machine_load.MachineLoad`; ``None`` where it cannot be measured).
+    On a heterogeneous cluster only: ``cluster`` (its spec, ``"v100:1,p100:1"``) and, per job,
+    ``gpu_types`` (``[[round, GPU type], ...]``: the type its gang ran on in every round it was
+    dispatched in); both absent from the JSON of a homogeneous run.
     """
 
     status: str
@@ -96,11 +99,15 @@ class RunResult(SimulationResult):
     throughputs: dict[str, str]
     profile_ratio: float | None
     machine_load: dict[str, float] | None
+    cluster: str | None = None
+    gpu_types: list[list[list[Any]]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Every metric as JSON-ready values (NaN, for unfinished jobs, becomes ``None``), the
         ``status`` and ``aggregates`` keys first."""
         data: dict[str, Any] = _no_nan(super().to_dict())
+        if self.cluster is None:
+            del data["cluster"], data["gpu_types"]
         head = {key: data.pop(key) for key in ("status", "aggregates")}
         return {**head, **data}
 
@@ -187,6 +194,10 @@ def run_result(
         throughputs=_table_provenance(workload),
         profile_ratio=_profile_ratio(workload, jobs),
         machine_load=None if load is None else load.to_dict(),
+        cluster=None if config.cluster is None else str(config.cluster),
+        gpu_types=None
+        if config.cluster is None
+        else [[[k, name] for k, name in job.history.types] for job in jobs],
     )
 
 

@@ -17,6 +17,12 @@ policy, reset, as a check (``RunResult.replay_divergence``); it then takes the s
 back. The round that was in flight is
 lost; its jobs resume from their checkpoints.
 
+**Typed slots.** With a heterogeneous cluster (``RuntimeConfig.cluster``) the policy is a typed
+one (:func:`~shockwave.heterogeneous.registry.make_typed_policy`), asked every round through
+the typed allocator (:class:`~shockwave.heterogeneous.allocation.TypedRounds`, ``every-round``,
+as the ``exact`` mechanics) over the jobs' planned speed on each type
+(:mod:`shockwave.runtime.typed_slots`); every gang runs on slots of the type it chose.
+
 **Interruption.** Ctrl-C (or SIGTERM) tells every running job to checkpoint and stop, and the
 run ends with a result marked incomplete; it can be resumed like a killed one. Any other error
 (a policy error, a full disk) also stops every job with a checkpoint before it is raised.
@@ -27,6 +33,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from shockwave.heterogeneous.allocation import TypedRounds
+from shockwave.heterogeneous.protocol import TypedAllocationPolicy
 from shockwave.job.spec import SlotKind
 from shockwave.persistence import StateFormatError
 from shockwave.rounds.allocation import AllocationRounds, EveryRound
@@ -39,6 +47,7 @@ from shockwave.runtime.journal import Journal, JournalError, JournalRound, Journ
 from shockwave.runtime.journal import replay_divergence as replayed
 from shockwave.runtime.live_cluster import LiveCluster, RunProgressCallback
 from shockwave.runtime.processes import JobProcesses, RunClock
+from shockwave.runtime.typed_slots import planned_typed_jobs
 from shockwave.scheduling.protocol import AllocationPolicy, Policy
 from shockwave.scheduling.record import SimulationRecord
 from shockwave.sim.plan_view import PlanView
@@ -50,7 +59,8 @@ class RuntimeScheduler:
 
     Args:
         workload: runnable jobs (each with a ``run`` spec and ``samples_per_epoch``).
-        policy: any policy of the simulator (reset).
+        policy: any policy of the simulator (reset); on a heterogeneous cluster
+            (``config.cluster``) a typed one.
         config: the run's settings.
         executor: where job processes run.
         journal: the run's journal (new, or opened for a resume).
@@ -60,12 +70,14 @@ class RuntimeScheduler:
 
     Raises:
         ValueError: for a job that cannot run, a bad policy, or a gang larger than the cluster.
+        TypeError: for a policy that does not fit the cluster (a typed one on a homogeneous
+            cluster, or the reverse).
     """
 
     def __init__(
         self,
         workload: Workload,
-        policy: Policy,
+        policy: Policy | TypedAllocationPolicy,
         config: RuntimeConfig,
         executor: Executor,
         journal: Journal,
@@ -73,7 +85,13 @@ class RuntimeScheduler:
         progress: RunProgressCallback | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        check_policy(policy)
+        if config.cluster is None or not isinstance(policy, TypedAllocationPolicy):
+            check_policy(policy)
+        if config.cluster is not None and not isinstance(policy, TypedAllocationPolicy):
+            raise TypeError(
+                f"a heterogeneous cluster ({config.cluster}) runs a typed policy "
+                f"(shockwave.heterogeneous.make_typed_policy), got {type(policy).__name__}"
+            )
         for job in workload.jobs:
             job_launch(job, 0, (0,), slot_kind, "")  # refuses a job that cannot run
         self.workload = workload
@@ -83,15 +101,29 @@ class RuntimeScheduler:
         self.journal = journal
         self.slot_kind = slot_kind
         ledger = JobLedger(workload, config.gpus)
-        allocation: AllocationRounds | None = None
-        if isinstance(policy, AllocationPolicy):
+        plan = PlanView(ledger.jobs)
+        typed = None
+        allocation: AllocationRounds | TypedRounds | None = None
+        if config.cluster is not None:
+            assert isinstance(policy, TypedAllocationPolicy)
+            policy.check_jobs(ledger.job_ids.tolist(), ledger.gang.tolist())
+            typed = planned_typed_jobs(ledger, plan, config.cluster)
+            allocation = TypedRounds(
+                ledger,
+                typed,
+                policy,
+                cadence="every-round",
+                round_seconds=float(config.round_seconds),
+                recompute_interval_seconds=config.recompute_interval_seconds,
+                seed=0,
+            )
+        elif isinstance(policy, AllocationPolicy):
             allocation = EveryRound(
                 ledger.n,
                 float(config.round_seconds),
                 config.gpus,
                 config.recompute_interval_seconds,
             )
-        plan = PlanView(ledger.jobs)
         self.clock = RunClock(clock, base=float(ledger.arrival[0]), started=clock())
         self.processes = JobProcesses(
             ledger.jobs,
@@ -104,7 +136,8 @@ class RuntimeScheduler:
             self.clock,
         )
         self.ledger = ledger
-        self.world = LiveCluster(ledger, config, self.processes, allocation, plan, progress)
+        self.typed = typed
+        self.world = LiveCluster(ledger, config, self.processes, allocation, plan, progress, typed)
         self.loop = RoundLoop(
             ledger,
             self.world,
@@ -134,10 +167,12 @@ class RuntimeScheduler:
         except StateFormatError as exc:
             raise JournalError(str(exc)) from None
         # the check replays into the policy itself (reset), which then takes the snapshot back
+        # (a typed policy's questions are not journaled: the snapshot alone restores it)
         try:
-            self.replay_divergence = replayed(
-                self.policy, rounds, self.ledger.view, self.ledger.samples
-            )
+            if not isinstance(self.policy, TypedAllocationPolicy):
+                self.replay_divergence = replayed(
+                    self.policy, rounds, self.ledger.view, self.ledger.samples
+                )
         except (TypeError, ValueError, KeyError, IndexError) as exc:
             raise JournalError(
                 f"{self.journal.path}: a journaled round does not fit this run ({exc})"

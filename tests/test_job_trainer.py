@@ -238,7 +238,11 @@ def test_the_job_process_reports_errors_in_one_line(tmp_path: Path) -> None:
 
         done = scheduler.serve(lambda: child(command_job))
     assert done.returncode == 1
-    assert done.stderr.strip().count("\n") == 0 and "command job" in done.stderr
+    # the process's first line says what it was given (its slots, GPU type, cores); the error
+    # is the one line after it, without a traceback
+    first, *error = done.stderr.strip().splitlines()
+    assert first.startswith("shockwave.job: job ") and ": slots " in first, first
+    assert len(error) == 1 and "command job" in error[0], error
     assert [m.kind for m in scheduler.incarnations[0]] == ["failed"]
     no_env = subprocess.run(
         [sys.executable, "-m", "shockwave.job"],

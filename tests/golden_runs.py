@@ -47,6 +47,7 @@ from shockwave.scheduling import SimulationConfig
 from shockwave.sim import Simulation
 from shockwave.traces import GeneratorParameters, generate_workload, load_workload
 from shockwave.workload import Workload
+from tests.golden_platform import golden_path, record_path
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "data" / "golden"
@@ -288,7 +289,8 @@ def run_runtime_case(case: RuntimeCase) -> Any:
 
 # --------------------------------------------------------------------------------- storage
 def golden_file(kind: str) -> Path:
-    return GOLDEN / f"{kind}.json.gz"
+    """The recording of ``kind`` this machine compares against (``tests/golden_platform.py``)."""
+    return golden_path(GOLDEN, kind)
 
 
 def load_golden(kind: str) -> dict[str, Any]:
@@ -302,7 +304,7 @@ def _write(kind: str, data: dict[str, Any]) -> None:
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     # mtime 0: the same outputs give the same file bytes
     with (
-        open(golden_file(kind), "wb") as raw,
+        open(record_path(GOLDEN, kind), "wb") as raw,
         gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as handle,
     ):
         handle.write(text.encode())

@@ -82,7 +82,8 @@ def test_reproduce_table_lists_every_policy_and_a_refusal(tmp_path: Path) -> Non
         throughput=np.array([[3.0, 1.0], [4.0, 2.0]]),
         cluster=ClusterSpec.parse("v100:2,k80:2"),
     )
-    rows = reproduce.run({"tiny": jobs})
+    every = tuple(TYPED_POLICIES)
+    rows = reproduce.run({"tiny": reproduce.TypedSet(jobs, reproduce.STATIC_CONFIG, every)})
     assert [r.policy for r in rows] == list(TYPED_POLICIES)
     refused = [r for r in rows if r.result is None]
     assert [r.policy for r in refused] == ["allox"] and "2 GPUs" in str(refused[0].refused)
@@ -91,3 +92,16 @@ def test_reproduce_table_lists_every_policy_and_a_refusal(tmp_path: Path) -> Non
     fifo = next(r.result for r in rows if r.policy == "fifo")
     assert fifo is not None
     assert f"| {fifo.worst_ftf:.2f} |" in reproduce.format_row(rows[0])
+
+
+def test_reproduce_adds_adapting_sets_on_unseen_seeds_under_the_exact_mechanics(
+    throughputs: str,
+) -> None:
+    sets = reproduce.workloads(throughputs, None, full=False)
+    adapting = {name: s for name, s in sets.items() if name.startswith("adapting-12")}
+    assert sorted(adapting) == [f"adapting-12 s{seed}" for seed in reproduce.ADAPTING_SEEDS]
+    for typed_set in adapting.values():
+        assert typed_set.config.mechanics == "exact"
+        assert typed_set.jobs.profiles is not None  # adapting jobs follow their profiles
+        assert "shockwave" in typed_set.policies and "gavel" in typed_set.policies
+    assert sets["static-12"].policies == tuple(TYPED_POLICIES)

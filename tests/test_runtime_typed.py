@@ -196,8 +196,8 @@ def test_bad_input_is_refused_before_the_journal(
 
 def test_a_homogeneous_policy_is_refused_on_typed_slots(tmp_path: Path) -> None:
     config = RuntimeConfig(cluster=ClusterSpec.parse(CLUSTER), run_dir=tmp_path / "run")
-    with pytest.raises(ValueError, match="shockwave"):
-        run_workload(typed_workload(), "shockwave", config)
+    with pytest.raises(ValueError, match="allox-agnostic"):
+        run_workload(typed_workload(), "allox-agnostic", config)
     with pytest.raises(ValueError, match="gpus"):
         RuntimeConfig(gpus=3, cluster=ClusterSpec.parse(CLUSTER))
     assert type_slots(RuntimeConfig(cluster=ClusterSpec.parse("v100:2,p100:1"))) == {
@@ -262,7 +262,9 @@ def run_typed_fake(
     return result, scheduler, executor
 
 
-@pytest.mark.parametrize("policy", ["gavel", "themis", "fifo", "mst", "gavel-agnostic"])
+@pytest.mark.parametrize(
+    "policy", ["gavel", "themis", "fifo", "mst", "gavel-agnostic", "shockwave"]
+)
 def test_typed_runs_on_a_simulated_clock_keep_every_gang_on_its_type(
     policy: str, tmp_path: Path
 ) -> None:

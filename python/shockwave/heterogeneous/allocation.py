@@ -131,10 +131,10 @@ class TypedRounds(RoundAllocator):
                 now - mechanism.last_reset_time >= self.recompute_interval_seconds
             ):
                 mechanism.reset(active, now, accrued=True)
-            fractions = self._recompute(world, now, active)
+            fractions = self._recompute(world, now, active, round_index)
         elif self.changed and self._reset_due(now):
             mechanism.reset(active, now)
-            fractions = self._recompute(world, now, active)
+            fractions = self._recompute(world, now, active, round_index)
             self.changed = False
         order = self._type_order()
         throughput = world.throughput_by_type(active)
@@ -160,7 +160,7 @@ class TypedRounds(RoundAllocator):
         if self.cadence == "on-changes" and self.changed and self._reset_due(now):
             empty = np.zeros(0, dtype=np.int64)
             self.mechanism.reset(empty, now)
-            self._recompute(world, now, empty)
+            self._recompute(world, now, empty, world.rounds)
             self.changed = False
         self._type_order()
 
@@ -174,13 +174,15 @@ class TypedRounds(RoundAllocator):
             self.type_rng.shuffle(order)
         return order
 
-    def _recompute(self, world: TypedView, now: float, active: IntArray) -> FloatArray:
-        """Ask the policy (its time booked) and install its checked allocation."""
+    def _state(
+        self, world: TypedView, now: float, active: IntArray, round_index: int
+    ) -> TypedAllocationState:
+        """What the policy sees of ``active`` at ``now``."""
         mechanism = self.mechanism
         pairs = mechanism.pair_entries()
         row = {int(j): i for i, j in enumerate(active.tolist())}
         jobs = self.jobs
-        state = TypedAllocationState(
+        return TypedAllocationState(
             time=now,
             types=jobs.cluster.types,
             counts=self.counts.copy(),
@@ -192,7 +194,23 @@ class TypedRounds(RoundAllocator):
             time_since_arrival=now - jobs.arrival[active],
             pairs=np.array([[row[a], row[b]] for a, b in pairs], dtype=np.int64).reshape(-1, 2),
             pair_throughput=mechanism.pair_throughput(),
+            round_index=round_index,
+            round_seconds=world.round_seconds,
+            positions=active.copy(),
+            total_steps=jobs.total_steps[active],
+            epochs_done=world.epochs_done(active),
+            profiles=jobs.profiles,
+            restart_penalty_seconds=world.restart_penalty_seconds,
+            previous_types=world.previous_types(active, round_index),
         )
+
+    def _recompute(
+        self, world: TypedView, now: float, active: IntArray, round_index: int
+    ) -> FloatArray:
+        """Ask the policy (its time booked) and install its checked allocation."""
+        mechanism = self.mechanism
+        pairs = mechanism.pair_entries()
+        state = self._state(world, now, active, round_index)
         policy = self.policy
         started = time.perf_counter()
         raw = policy.allocate(state)

@@ -69,10 +69,9 @@ class ExactTypedWorld(TypedWorld):
         super().__init__(books, jobs, allocation, round_seconds)
         n = len(jobs)
         self.penalty = float(restart_penalty_seconds)
+        self.restart_penalty_seconds = self.penalty
         #: iterations done (fractional: progress is exact within a round)
         self.progress = np.zeros(n, dtype=np.float64)
-        #: the type each job ran on last (-1: never ran)
-        self.last_type = np.full(n, -1, dtype=np.int64)
         self.origin = float(jobs.arrival[0])
         self.grid = 0
         self.pending: dict[str, npt.NDArray[Any]] | None = None

@@ -13,13 +13,16 @@ import random
 from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from shockwave.persistence import StateFormatError
 from shockwave.scheduling.protocol import PolicyBase
+
+if TYPE_CHECKING:
+    from shockwave.heterogeneous.typed_profiles import TypedProfiles
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -44,6 +47,18 @@ class TypedAllocationState:
             arrays above, ``(P, 2)``, the lower job id first); empty otherwise.
         pair_throughput: ``(P, K, 2)``: iterations/s of each job of a pair sharing ``gang``
             GPUs of type ``k`` (0: they cannot share that type).
+        round_index: the round about to start (counted from the first; at an empty boundary of
+            Gavel's mechanics, the rounds held so far).
+        round_seconds: round length tau, seconds.
+        positions: each job's row in the run's jobs (stable while it is active).
+        total_steps: iterations of each job's whole run.
+        epochs_done: for jobs that follow their epoch profiles, the epochs done plus the
+            fraction of the one in progress (``None``: static jobs, or a real run).
+        profiles: those jobs' profiles on every type, rows by ``positions`` (``None`` as
+            above).
+        restart_penalty_seconds: what a job loses in a round in which it starts, restarts or
+            moves to another type (0 under Gavel's mechanics).
+        previous_types: the type each job ran on in the previous round (-1: it did not run).
     """
 
     time: float
@@ -57,6 +72,14 @@ class TypedAllocationState:
     time_since_arrival: FloatArray
     pairs: IntArray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
     pair_throughput: FloatArray = field(default_factory=lambda: np.zeros((0, 0, 2)))
+    round_index: int = 0
+    round_seconds: float = 0.0
+    positions: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    total_steps: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    epochs_done: FloatArray | None = None
+    profiles: TypedProfiles | None = None
+    restart_penalty_seconds: float = 0.0
+    previous_types: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def num_active(self) -> int:

@@ -16,6 +16,7 @@ from shockwave.heterogeneous.gavel_policies import (
 )
 from shockwave.heterogeneous.gavel_water_filling import TypedWaterFilling
 from shockwave.heterogeneous.protocol import TypedAllocationPolicy
+from shockwave.policies.shockwave.typed_policy import TypedShockwave
 
 #: Our name -> a factory taking the run's seed.
 TYPED_POLICIES: dict[str, Callable[[int], TypedAllocationPolicy]] = {
@@ -34,6 +35,7 @@ TYPED_POLICIES: dict[str, Callable[[int], TypedAllocationPolicy]] = {
     "allox": lambda seed: GavelAlloX(),
     "gandiva-fair": lambda seed: TypedGandivaFair(aware=True),
     "gandiva-fair-agnostic": lambda seed: TypedGandivaFair(aware=False),
+    "shockwave": lambda seed: TypedShockwave(),
 }
 
 #: Gavel's policy names (``simulate_scheduler_with_trace.py --policy``) -> ours.
@@ -54,7 +56,7 @@ GAVEL_NAMES: dict[str, str] = {
 }
 
 #: Policies of the homogeneous simulator not yet available on a typed cluster.
-NOT_YET_TYPED = ("allox-agnostic", "shockwave")
+NOT_YET_TYPED = ("allox-agnostic",)
 
 
 def resolve_typed_policy(name: str) -> str:

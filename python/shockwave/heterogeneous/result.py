@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from shockwave.heterogeneous.fairness import heterogeneous_ftf
 from shockwave.metrics import unfair_fraction
+from shockwave.policies.shockwave.plan import PlanningStats
 
 if TYPE_CHECKING:
     import pandas as pd  # imported when a frame is asked for (it takes a while to import)
@@ -55,6 +56,11 @@ class HeterogeneousResult:
             ``get_num_lease_extensions``, as a fraction; 0 under the exact mechanics, which do
             not place gangs on GPUs).
         rounds: round boundaries simulated.
+        market: for a market policy (``shockwave``), what its solves did: ``solves``,
+            ``iterations``, ``not_converged`` (solves that stopped above the tolerance: their
+            certified plan was used, and they are counted here), ``worst_gap`` (the largest
+            relative duality gap), ``cold_retries``; ``None`` (and no key in
+            :meth:`to_dict`) for the others.
         wall_seconds, policy_seconds: wall time of the run and of the policy calls (not
             results: they are left out of :meth:`to_dict`).
     """
@@ -84,6 +90,7 @@ class HeterogeneousResult:
     rounds: int
     wall_seconds: float
     policy_seconds: float
+    market: dict[str, float] | None = None
 
     @classmethod
     def build(
@@ -114,6 +121,16 @@ class HeterogeneousResult:
             profiles=jobs.profiles,
         )  # fmt: skip
         rhos = ftf[finished].tolist()
+        stats = getattr(policy, "stats", None)
+        market = None
+        if isinstance(stats, PlanningStats):  # a market policy: what its solves did
+            market = {
+                "solves": stats.solves,
+                "iterations": stats.solver_iterations,
+                "not_converged": stats.not_converged,
+                "worst_gap": stats.worst_gap,
+                "cold_retries": stats.cold_retries,
+            }
         return cls(
             policy=policy.name,
             gavel_policy=policy.gavel_name,
@@ -143,6 +160,7 @@ class HeterogeneousResult:
             rounds=rounds,
             wall_seconds=wall_seconds,
             policy_seconds=policy_seconds,
+            market=market,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -151,7 +169,7 @@ class HeterogeneousResult:
         def floats(values: FloatArray) -> list[float | None]:
             return [None if np.isnan(v) else float(v) for v in values.tolist()]
 
-        return {
+        out: dict[str, Any] = {
             "policy": self.policy,
             "gavel_policy": self.gavel_policy,
             "cluster": self.cluster,
@@ -177,6 +195,9 @@ class HeterogeneousResult:
                 name: self.gpu_seconds[:, k].tolist() for k, name in enumerate(self.types)
             },
         }
+        if self.market is not None:
+            out["market"] = dict(self.market)
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=False) + "\n"
@@ -192,12 +213,21 @@ class HeterogeneousResult:
         by_type = ", ".join(f"{k} {v:.3f}" for k, v in self.utilization_by_type.items())
         dropped = int(self.dropped.sum())
         return (
-            f"{self.policy} (Gavel: {self.gavel_policy}) on {self.cluster}, "
+            f"{self.policy}"
+            + (f" (Gavel: {self.gavel_policy})" if self.gavel_policy else "")
+            + f" on {self.cluster}, "
             f"{self.mechanics} mechanics: "
             f"makespan {self.makespan:.1f} s, average JCT {self.avg_jct:.1f} s, worst rho "
             f"{self.worst_ftf:.3f}, unfair {100.0 * self.unfair_fraction:.1f} %, utilisation "
             f"{self.utilization:.3f} ({by_type}), {self.rounds} rounds"
             + (f", {dropped} job(s) dropped" if dropped else "")
+            + (
+                f"; market: {self.market['solves']:.0f} solves, "
+                f"{self.market['not_converged']:.0f} not converged (worst gap "
+                f"{self.market['worst_gap']:.1e})"
+                if self.market is not None
+                else ""
+            )
         )
 
     def jobs_frame(self) -> pd.DataFrame:

@@ -41,6 +41,8 @@ class TypedView(Protocol):
     run's live cluster on typed slots (:mod:`shockwave.runtime.typed_slots`)."""
 
     round_seconds: float
+    #: what a job loses in a round in which it starts, restarts or moves to another type, s
+    restart_penalty_seconds: float
 
     def throughput_by_type(self, active: IntArray) -> FloatArray:
         """``T[i, k]`` of each job of ``active`` (iterations/s; 0: it cannot run there)."""
@@ -48,6 +50,16 @@ class TypedView(Protocol):
 
     def remaining_steps(self, active: IntArray) -> IntArray:
         """Iterations each job of ``active`` has left."""
+        ...
+
+    def epochs_done(self, active: IntArray) -> FloatArray | None:
+        """For jobs that follow their epoch profiles, the epochs each job of ``active`` has
+        done plus the fraction of the one in progress (``None`` otherwise)."""
+        ...
+
+    def previous_types(self, active: IntArray, round_index: int) -> IntArray:
+        """The type each job of ``active`` ran on in round ``round_index - 1`` (-1: it did not
+        run then)."""
         ...
 
 
@@ -100,6 +112,11 @@ class TypedWorld(ClusterWorld):
         #: it done (the same position on every type)
         self.epoch = np.zeros(n, dtype=np.int64)
         self.fraction = np.zeros(n, dtype=np.float64)
+        #: what a job loses when it starts, restarts or changes type (0: Gavel's mechanics)
+        self.restart_penalty_seconds = 0.0
+        #: the type each job ran on last (-1: never ran; kept by the exact mechanics, which
+        #: charge a move its restart)
+        self.last_type = np.full(n, -1, dtype=np.int64)
 
     def throughput_by_type(self, active: IntArray) -> FloatArray:
         """``T[i, k]``: iterations/s of each job of ``active`` on its gang of type ``k`` (0: it
@@ -113,6 +130,19 @@ class TypedWorld(ClusterWorld):
     def remaining_steps(self, active: IntArray) -> IntArray:
         """Iterations each job of ``active`` has left."""
         return self.jobs.total_steps[active] - self.steps_run[active]
+
+    def epochs_done(self, active: IntArray) -> FloatArray | None:
+        """Epochs done plus the fraction of the one in progress (jobs that follow profiles)."""
+        if self.jobs.profiles is None:
+            return None
+        done: FloatArray = self.epoch[active] + self.fraction[active]
+        return done
+
+    def previous_types(self, active: IntArray, round_index: int) -> IntArray:
+        """The type each job of ``active`` ran on in the previous round (-1: it did not)."""
+        ran = self.books.previous_round_run[active] == round_index - 1
+        previous: IntArray = np.where(ran, self.last_type[active], -1)
+        return previous
 
     def progress_columns(self, active: IntArray) -> ProgressColumns:
         raise TypeError(

@@ -128,6 +128,8 @@ class LiveCluster(ClusterWorld):
         self.progress = progress
         self.tau = float(config.round_seconds)
         self.round_seconds = self.tau
+        #: what a typed planner charges a start or a move: unknown before the run (0)
+        self.restart_penalty_seconds = 0.0
         self.origin = float(ledger.arrival[0])
         self.samples_per_epoch = np.array(
             [float(job.samples_per_epoch or 1) for job in ledger.jobs], dtype=np.float64
@@ -177,6 +179,16 @@ class LiveCluster(ClusterWorld):
         steps = np.array([self.live[j].progress.steps for j in active.tolist()], dtype=np.int64)
         left: IntArray = np.maximum(self.typed.total_steps[active] - steps, 0)
         return left
+
+    def epochs_done(self, active: IntArray) -> FloatArray | None:
+        """``None``: a real run's typed view has no epoch profiles on every type (its policy
+        plans from ``T[i, k]`` and the iterations left)."""
+        return None
+
+    def previous_types(self, active: IntArray, round_index: int) -> IntArray:
+        """-1 for every job: a real run's planner charges no restart (its cost is not known
+        before the run)."""
+        return np.full(active.shape[0], -1, dtype=np.int64)
 
     def status(self) -> RunStatus:
         """Where the run stands."""

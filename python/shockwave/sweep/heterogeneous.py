@@ -6,15 +6,20 @@ The sets (issue 22, item 6):
 * ``gavel-T2``: Gavel's shared 200-job trace (``--gavel-trace``, its ``T2`` trace) on
   ``v100:12,p100:12,k80:12``;
 * ``static-12``: a generated trace of static jobs on ``v100:12,p100:12,k80:12``;
-* ``static-36``: a generated trace of static jobs on ``v100:36,p100:36,k80:36``.
+* ``static-36``: a generated trace of static jobs on ``v100:36,p100:36,k80:36``;
+* ``adapting-12 sS`` (and, with ``--full``, ``adapting-36 sS``): adapting workloads from
+  ``shockwave trace generate --cluster`` (Shockwave's mix of static, Accordion and GNS jobs, with
+  their epoch durations on every type) for the seeds :data:`ADAPTING_SEEDS`, none of which was
+  used to tune the ``shockwave`` policy, under the exact mechanics (20 s restart penalty), for
+  the policies :data:`ADAPTING_POLICIES`.
 
-Generated traces come from the trace generator with every job static
+Generated static traces come from the trace generator with every job static
 (:func:`shockwave.bench.heterogeneous.static_workload`, seed :data:`SEED`), sized for the
 cluster's GPUs: :data:`QUICK_JOBS` by default (a few minutes on two cores),
-:data:`FULL_JOBS` with ``--full``. Every run uses Gavel's mechanics with its defaults (360 s
-rounds, seed 0). A policy that refuses a trace (AlloX and its multi-GPU jobs) is listed with the
-reason. The table (makespan, average JCT, worst rho, unfair fraction, utilisation per type) is
-written atomically.
+:data:`FULL_JOBS` with ``--full``. The static sets run under Gavel's mechanics with its defaults
+(360 s rounds, seed 0), every typed policy. A policy that refuses a trace (AlloX and its
+multi-GPU jobs) is listed with the reason. The table (makespan, average JCT, worst rho, unfair
+fraction, utilisation per type) is written atomically.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from shockwave.heterogeneous import (
     simulate_heterogeneous,
     typed_jobs_from_workload,
 )
+from shockwave.heterogeneous.typed_jobs import typed_jobs_from_profiles
 
 #: The generator's seed for the static traces.
 SEED = 3
@@ -49,7 +55,31 @@ CLUSTERS = {
     "gavel-T2": "v100:12,p100:12,k80:12",
     "static-12": "v100:12,p100:12,k80:12",
     "static-36": "v100:36,p100:36,k80:36",
+    "adapting-12": "v100:12,p100:12,k80:12",
+    "adapting-36": "v100:36,p100:36,k80:36",
 }
+#: The generator's seeds of the adapting sets (never used to tune ``shockwave``).
+ADAPTING_SEEDS = (11, 12, 13)
+#: Jobs of the adapting sets: by default, and with ``--full``.
+QUICK_ADAPTING = {"adapting-12": 100}
+FULL_ADAPTING = {"adapting-12": 100, "adapting-36": 300}
+#: The policies run on the adapting sets (each asked every round under the exact mechanics).
+ADAPTING_POLICIES = (
+    "shockwave", "gavel", "gavel-agnostic", "themis", "themis-agnostic", "fifo", "fifo-agnostic",
+    "mst", "gandiva-fair", "gandiva-fair-agnostic",
+)  # fmt: skip
+#: Settings of the static sets (Gavel's) and of the adapting sets (the exact mechanics).
+STATIC_CONFIG = HeterogeneousConfig()
+ADAPTING_CONFIG = HeterogeneousConfig(mechanics="exact", restart_penalty_seconds=20.0)
+
+
+@dataclass(frozen=True)
+class TypedSet:
+    """One set of the table: its jobs, the settings it runs under and its policies."""
+
+    jobs: TypedJobs
+    config: HeterogeneousConfig
+    policies: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -65,29 +95,38 @@ class Row:
 
 def workloads(
     throughputs: str | os.PathLike[str], gavel_trace: str | os.PathLike[str] | None, full: bool
-) -> dict[str, TypedJobs]:
-    """The sets' jobs (``gavel-T2`` only when its trace is given)."""
+) -> dict[str, TypedSet]:
+    """The sets (``gavel-T2`` only when its trace is given)."""
     from shockwave.bench.heterogeneous import static_workload
+    from shockwave.traces import generate_workload
+    from shockwave.traces.generator_parameters import GeneratorParameters
 
     table = TypedThroughputTable.from_file(throughputs)
-    sets: dict[str, TypedJobs] = {}
+    every = tuple(TYPED_POLICIES)
+    sets: dict[str, TypedSet] = {}
     if gavel_trace is not None:
-        sets["gavel-T2"] = read_typed_trace(
-            gavel_trace, table, ClusterSpec.parse(CLUSTERS["gavel-T2"])
-        )
-    for name, jobs in (FULL_JOBS if full else QUICK_JOBS).items():
+        jobs = read_typed_trace(gavel_trace, table, ClusterSpec.parse(CLUSTERS["gavel-T2"]))
+        sets["gavel-T2"] = TypedSet(jobs, STATIC_CONFIG, every)
+    for name, count in (FULL_JOBS if full else QUICK_JOBS).items():
         cluster = ClusterSpec.parse(CLUSTERS[name])
-        workload = static_workload(jobs, cluster.total_gpus, throughputs, SEED)
-        sets[name] = typed_jobs_from_workload(workload, table, cluster)
+        workload = static_workload(count, cluster.total_gpus, throughputs, SEED)
+        sets[name] = TypedSet(
+            typed_jobs_from_workload(workload, table, cluster), STATIC_CONFIG, every
+        )
+    for name, count in (FULL_ADAPTING if full else QUICK_ADAPTING).items():
+        for seed in ADAPTING_SEEDS:
+            parameters = GeneratorParameters.for_cluster(count, CLUSTERS[name], seed=seed)
+            jobs = typed_jobs_from_profiles(generate_workload(parameters), CLUSTERS[name])
+            sets[f"{name} s{seed}"] = TypedSet(jobs, ADAPTING_CONFIG, ADAPTING_POLICIES)
     return sets
 
 
-def run(sets: dict[str, TypedJobs], echo: Callable[[Row], None] | None = None) -> list[Row]:
-    """Every policy of :data:`~shockwave.heterogeneous.TYPED_POLICIES` on every set."""
+def run(sets: dict[str, TypedSet], echo: Callable[[Row], None] | None = None) -> list[Row]:
+    """Every set's policies on it."""
     rows = []
-    config = HeterogeneousConfig()
-    for name, jobs in sets.items():
-        for policy in TYPED_POLICIES:
+    for name, typed_set in sets.items():
+        jobs, config = typed_set.jobs, typed_set.config
+        for policy in typed_set.policies:
             try:
                 row = Row(name, len(jobs), policy, simulate_heterogeneous(jobs, policy, config))
             except ValueError as exc:  # a policy that refuses the jobs (AlloX: multi-GPU)
@@ -125,14 +164,21 @@ def render(rows: list[Row], *, full: bool, seconds: float, command: str) -> str:
         [
             "# Heterogeneous clusters: every policy, aware and agnostic",
             "",
-            f"Written by `{command}` on {now} ({machine}; {seconds:.0f} s). Gavel's mechanics, "
-            '360 s rounds, seed 0 (`docs/simulator.md`, "Heterogeneous clusters").',
+            f"Written by `{command}` on {now} ({machine}; {seconds:.0f} s). Static sets: "
+            "Gavel's mechanics, 360 s rounds, seed 0 (`docs/simulator.md`, \"Heterogeneous "
+            'clusters"); adapting sets: the exact mechanics, 360 s rounds, 20 s restart penalty.',
             "",
             "Sets: `gavel-T2` is Gavel's shared 200-job trace on `v100:12,p100:12,k80:12`; "
             f"`static-12` ({sizes['static-12']} jobs) and `static-36` ({sizes['static-36']} jobs) "
             f"are generated static traces (`shockwave trace generate` with every job static, seed "
             f"{SEED}, steps from the v100 throughputs) on `v100:12,p100:12,k80:12` and "
-            "`v100:36,p100:36,k80:36`. Rho is each job's JCT over its runtime on Gavel's isolated "
+            "`v100:36,p100:36,k80:36`; `adapting-12 sS` "
+            f"({(FULL_ADAPTING if full else QUICK_ADAPTING)['adapting-12']} jobs"
+            + (", and `adapting-36 sS`, 300 jobs on `v100:36,p100:36,k80:36`" if full else "")
+            + ") are adapting workloads of `shockwave trace generate --cluster "
+            "v100:12,p100:12,k80:12 --seed S` (seeds "
+            f"{', '.join(str(s) for s in ADAPTING_SEEDS)}, never used to tune `shockwave`). "
+            "Rho is each job's JCT over its runtime on Gavel's isolated "
             "share of the cluster at its mean contention; unfair: rho > 1.05; utilisation: busy "
             "GPU-seconds over GPUs x makespan, then per type (v100, p100, k80).",
             "",

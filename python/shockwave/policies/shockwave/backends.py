@@ -40,14 +40,14 @@ Backend = Literal["market", "milp"]
 
 #: Largest progress fraction handed to the market (it needs ``c_i < 1``; a job whose counters
 #: say it is done but that is still active, such as the original's stuck jobs, is held just below).
-_MAX_PROGRESS = 1.0 - 1e-9
+MAX_PROGRESS = 1.0 - 1e-9
 #: Share of each warm-start row spread over the window (``market.warm_start_bids``); measured on
 #: this policy's consecutive markets, where budgets move and jobs come and go every round
 #: (``benches/README.md``, "Warm starts on the policy's markets").
 WARM_START_SMOOTHING = 0.1
 #: Statuses of a warm-started solve that a cold start may fix: the warm prices misled the
 #: interior-point method. (A warm start that ran out of iterations is not retried.)
-_RETRY_COLD = (market.SolverStatus.STALLED, market.SolverStatus.NUMERICAL_TROUBLE)
+RETRY_COLD = (market.SolverStatus.STALLED, market.SolverStatus.NUMERICAL_TROUBLE)
 
 
 @dataclass(frozen=True)
@@ -149,18 +149,18 @@ class MarketBackend(PlanningBackend):
                 state.gang_size,
                 float(state.gpus),
                 budgets=budgets,
-                progress=np.minimum(prediction.offsets, _MAX_PROGRESS),
+                progress=np.minimum(prediction.offsets, MAX_PROGRESS),
                 tol=self.solver_tolerance,
                 warm_start=warm,
             )
 
         warm = _warm_start(step, budgets)
         solution = solve(warm)
-        if warm is not None and solution.status in _RETRY_COLD:
+        if warm is not None and solution.status in RETRY_COLD:
             stats.cold_retries += 1
-            _record_miss(solution, stats)
+            record_miss(solution, stats)
             solution = solve(None)
-        _record_solve(solution, stats)
+        record_solve(solution, stats)
         shares = solution.shares
         if self.ftf_correction:
             deadlines = step.targets.deadlines(
@@ -249,18 +249,18 @@ def _warm_start(step: PlanningStep, budgets: FloatArray) -> FloatArray | None:
     )
 
 
-def _record_miss(solution: market.MarketSolution, stats: PlanningStats) -> None:
+def record_miss(solution: market.MarketSolution, stats: PlanningStats) -> None:
     name = solution.status.value
     stats.not_converged_by_status[name] = stats.not_converged_by_status.get(name, 0) + 1
 
 
-def _record_solve(solution: market.MarketSolution, stats: PlanningStats) -> None:
+def record_solve(solution: market.MarketSolution, stats: PlanningStats) -> None:
     stats.solves += 1
     stats.solver_iterations += solution.iterations
     stats.worst_gap = max(stats.worst_gap, solution.gap)
     stats.not_converged += int(not solution.converged)
     if not solution.converged:
-        _record_miss(solution, stats)
+        record_miss(solution, stats)
 
 
 def paced_shares(shares: FloatArray, valuations: FloatArray) -> FloatArray:
@@ -269,12 +269,22 @@ def paced_shares(shares: FloatArray, valuations: FloatArray) -> FloatArray:
     A job's rounds with work are the first ``H_i`` of the window, ``H_i`` the number of rounds
     with ``a_it > 0`` (valuations assume continuous service, so they are positive up to the
     expected finish); ``H_i >= 1``. The supply stays respected on average over the window.
+
+    With GPU types (``(N, T, K)`` shares and valuations) each type's planned rounds are spread
+    over the rounds in which the job has work on some type, and a job's rates over the types
+    are scaled to sum to at most 1 (one gang per round).
     """
-    horizon = np.maximum((valuations > 0).sum(axis=1), 1)
-    rate = np.minimum(shares.sum(axis=1) / horizon, 1.0)
-    inside = np.arange(shares.shape[1])[None, :] < horizon[:, None]
-    paced: FloatArray = np.where(inside, rate[:, None], 0.0)
-    return paced
+    horizon = np.maximum((valuations > 0).sum(axis=1), 1)  # (N,) or (N, K)
+    if shares.ndim == 2:
+        rate = np.minimum(shares.sum(axis=1) / horizon, 1.0)
+        inside = np.arange(shares.shape[1])[None, :] < horizon[:, None]
+        paced: FloatArray = np.where(inside, rate[:, None], 0.0)
+        return paced
+    typed_rate = shares.sum(axis=1) / horizon
+    typed_rate /= np.maximum(typed_rate.sum(axis=1), 1.0)[:, None]
+    inside = np.arange(shares.shape[1])[None, :, None] < horizon[:, None, :]
+    typed: FloatArray = np.where(inside, typed_rate[:, None, :], 0.0)
+    return typed
 
 
 #: The backends, by name.

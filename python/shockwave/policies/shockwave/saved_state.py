@@ -92,19 +92,6 @@ def plan_data(plan: Plan | None) -> dict[str, Any] | None:
     """The last plan with its market solution (``None`` before the first plan)."""
     if plan is None:
         return None
-    solution = plan.solution
-    solved: dict[str, Any] | None = None
-    if solution is not None:
-        solved = {
-            "shares": np.array(solution.shares),
-            "prices": np.array(solution.prices),
-            "utilities": np.array(solution.utilities),
-            "bids": np.array(solution.bids),
-            "converged": bool(solution.converged),
-            "status": solution.status.value,
-        }
-        solved.update({name: float(getattr(solution, name)) for name in _SOLUTION_NUMBERS})
-        solved.update({name: int(getattr(solution, name)) for name in _SOLUTION_COUNTS})
     return {
         "round_index": plan.round_index,
         "job_ids": plan.job_ids.copy(),
@@ -113,7 +100,7 @@ def plan_data(plan: Plan | None) -> dict[str, Any] | None:
         "remaining_seconds": plan.remaining_seconds.copy(),
         "rho_hat": plan.rho_hat.copy(),
         "budgets": plan.budgets.copy(),
-        "solution": solved,
+        "solution": solution_data(plan.solution),
         "paced": None if plan.paced is None else plan.paced.copy(),
     }
 
@@ -134,20 +121,41 @@ def plan_of(saved: StateReader) -> Plan:
         saved.array("remaining_seconds", np.float64, (jobs,)),
         saved.array("rho_hat", np.float64, (jobs,)),
         saved.array("budgets", np.float64, (jobs,)),
-        None if saved.raw("solution") is None else _solution_of(saved.table("solution")),
+        None if saved.raw("solution") is None else solution_of(saved.table("solution")),
         saved.optional_array("paced", np.float64, (jobs, rounds)),
     )
     saved.done()
     return plan
 
 
-def _solution_of(saved: StateReader) -> market.MarketSolution:
+def solution_data(solution: market.MarketSolution | None) -> dict[str, Any] | None:
+    """A market solution as data (``None`` for none)."""
+    if solution is None:
+        return None
+    solved: dict[str, Any] = {
+        "shares": np.array(solution.shares),
+        "prices": np.array(solution.prices),
+        "utilities": np.array(solution.utilities),
+        "bids": np.array(solution.bids),
+        "converged": bool(solution.converged),
+        "status": solution.status.value,
+    }
+    solved.update({name: float(getattr(solution, name)) for name in _SOLUTION_NUMBERS})
+    solved.update({name: int(getattr(solution, name)) for name in _SOLUTION_COUNTS})
+    return solved
+
+
+def solution_of(saved: StateReader) -> market.MarketSolution:
+    """The solution of :func:`solution_data` (``(N, T)`` or, with GPU types, ``(N, T, K)``),
+    through the solution's own checked constructor."""
     statuses = {status.value: status for status in _statuses()}
+    typed = np.ndim(saved.raw("shares")) == 3
+    grid = (None,) * (3 if typed else 2)
     values: dict[str, Any] = {
-        "shares": saved.array("shares", np.float64, (None, None)),
-        "prices": saved.array("prices", np.float64, (None,)),
+        "shares": saved.array("shares", np.float64, grid),
+        "prices": saved.array("prices", np.float64, (None, None) if typed else (None,)),
         "utilities": saved.array("utilities", np.float64, (None,)),
-        "bids": saved.array("bids", np.float64, (None, None)),
+        "bids": saved.array("bids", np.float64, grid),
         "converged": saved.boolean("converged"),
         "status": statuses[saved.text("status", tuple(statuses))],
     }

@@ -21,11 +21,11 @@ INTERRUPT_AT = 5
 
 
 def _trace(tmp_path: Path, kind: str) -> list[str]:
-    """The options naming a workload of ``kind`` (``trace``: 25 jobs of Gavel's H4 trace with
+    """The options naming a workload of ``kind`` (``trace``: 25 jobs of Gavel's T2 trace with
     its throughputs; ``jsonl``: 20 adapting jobs from ``trace generate --cluster``)."""
     if kind == "trace":
         trace = tmp_path / "small.trace"
-        lines = (GAVEL / "H4.trace").read_text().splitlines(keepends=True)[:25]
+        lines = (GAVEL / "T2.trace").read_text().splitlines(keepends=True)[:25]
         trace.write_text("".join(lines))
         throughputs = GAVEL / "simulation_throughputs.json.gz"
         return ["--trace", str(trace), "--throughputs", str(throughputs)]
@@ -35,16 +35,26 @@ def _trace(tmp_path: Path, kind: str) -> list[str]:
     return ["--trace", str(native)]
 
 
-@pytest.mark.parametrize("kind", ["trace", "jsonl"])
-@pytest.mark.parametrize("mechanics", ["gavel", "exact"])
+@pytest.mark.parametrize(
+    ("kind", "mechanics", "cluster"),
+    [
+        ("trace", "gavel", CLUSTER),
+        ("trace", "exact", CLUSTER),
+        ("jsonl", "gavel", CLUSTER),
+        ("jsonl", "exact", CLUSTER),
+        # placement on servers of 2: the rounds each job ran spread are saved too
+        ("trace", "exact", "v100:4/2,p100:4/2,k80:4/2"),
+    ],
+)
 def test_an_interrupted_typed_run_resumes_to_the_same_bytes(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     kind: str,
     mechanics: str,
+    cluster: str,
 ) -> None:
-    run = ["simulate", "--cluster", CLUSTER, *_trace(tmp_path, kind), "--policy", "themis",
+    run = ["simulate", "--cluster", cluster, *_trace(tmp_path, kind), "--policy", "themis",
            "--mechanics", mechanics]  # fmt: skip
     whole, resumed, checkpoint = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "run.ckpt"
     assert main([*run, "--output", str(whole)]) == 0
@@ -70,6 +80,7 @@ def test_an_interrupted_typed_run_resumes_to_the_same_bytes(
     assert main(["simulate", "--resume", str(checkpoint), "--output", str(resumed)]) == 0
     assert resumed.read_bytes() == whole.read_bytes()
     assert f"{mechanics} mechanics" in capsys.readouterr().out
+    assert ("spread_rounds" in whole.read_text()) == ("/" in cluster)
 
 
 def test_resuming_refuses_settings_the_checkpoint_holds_and_damaged_files(

@@ -55,6 +55,9 @@ class HeterogeneousResult:
             ``get_num_lease_extensions``, as a fraction; 0 under the exact mechanics, which do
             not place gangs on GPUs).
         rounds: round boundaries simulated.
+        spread_rounds: rounds each job ran with its gang spread over several servers, under the
+            exact mechanics on a cluster with server sizes (``v100:36/4``; ``None`` without:
+            then :meth:`to_dict` leaves it out).
         wall_seconds, policy_seconds: wall time of the run and of the policy calls (not
             results: they are left out of :meth:`to_dict`).
     """
@@ -84,6 +87,7 @@ class HeterogeneousResult:
     rounds: int
     wall_seconds: float
     policy_seconds: float
+    spread_rounds: IntArray | None = None
 
     @classmethod
     def build(
@@ -101,6 +105,7 @@ class HeterogeneousResult:
         rounds: int,
         policy_seconds: float,
         wall_seconds: float,
+        spread_rounds: IntArray | None = None,
     ) -> HeterogeneousResult:
         jct = completion - jobs.arrival
         finished = ~dropped
@@ -143,6 +148,7 @@ class HeterogeneousResult:
             rounds=rounds,
             wall_seconds=wall_seconds,
             policy_seconds=policy_seconds,
+            spread_rounds=None if spread_rounds is None else spread_rounds.copy(),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -151,7 +157,7 @@ class HeterogeneousResult:
         def floats(values: FloatArray) -> list[float | None]:
             return [None if np.isnan(v) else float(v) for v in values.tolist()]
 
-        return {
+        data: dict[str, Any] = {
             "policy": self.policy,
             "gavel_policy": self.gavel_policy,
             "cluster": self.cluster,
@@ -177,6 +183,9 @@ class HeterogeneousResult:
                 name: self.gpu_seconds[:, k].tolist() for k, name in enumerate(self.types)
             },
         }
+        if self.spread_rounds is not None:  # only where gangs are placed on servers
+            data["spread_rounds"] = self.spread_rounds.tolist()
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=False) + "\n"

@@ -100,6 +100,9 @@ class TypedWorld(ClusterWorld):
         #: it done (the same position on every type)
         self.epoch = np.zeros(n, dtype=np.int64)
         self.fraction = np.zeros(n, dtype=np.float64)
+        #: rounds each job ran spread over several servers, where the world places gangs on
+        #: servers (the exact mechanics with server sizes); ``None``: no such placement
+        self.spread_rounds: IntArray | None = None
 
     def throughput_by_type(self, active: IntArray) -> FloatArray:
         """``T[i, k]``: iterations/s of each job of ``active`` on its gang of type ``k`` (0: it

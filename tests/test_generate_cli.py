@@ -11,7 +11,7 @@ from shockwave.catalog import JobTemplate
 from shockwave.cli import main
 from shockwave.throughputs import ThroughputTable
 from shockwave.traces import GeneratorParameters, generate_records, load_workload, write_generated
-from shockwave.traces.generator_parameters import option_name
+from shockwave.traces.generator_parameters import GeneratorParameterError, option_name
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 CANONICAL_TRACE = TRACES / "canonical_120jobs.trace"
@@ -144,3 +144,17 @@ def test_a_gang_is_capped_only_to_a_size_the_table_has_on_every_type() -> None:
     )  # fmt: skip
     assert parameters.gang_caps(table) == {JobTemplate("ResNet-18", 32): {1: 1, 4: 1, 8: 1}}
     assert {r.scale_factor for r in generate_records(parameters)} == {1}
+
+
+def test_a_template_with_no_gang_that_fits_is_refused_naming_the_cluster() -> None:
+    gavel = ThroughputTable.bundled("gavel")
+    # ResNet-18 at batch size 32 on k80 only on 4 or 8 GPUs: no gang of it fits on 2 GPUs
+    k80 = {key: thr for key, thr in gavel.entries_of("k80").items() if key[2] > 2}
+    table = dataclasses.replace(gavel, other_types={**gavel.other_types, "k80": k80})
+    parameters = GeneratorParameters.for_cluster(
+        10, "v100:2,k80:2", throughputs=table, templates=(JobTemplate("ResNet-18", 32),),
+        gang_size_mix=(0.0, 0.0, 0.5, 0.5), mode_mix=(1.0, 0.0, 0.0),
+    )  # fmt: skip
+    with pytest.raises(GeneratorParameterError, match="no GPU type of v100:2,k80:2") as error:
+        generate_records(parameters)
+    assert error.value.parameter == "cluster"

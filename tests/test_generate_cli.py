@@ -126,6 +126,12 @@ def test_on_a_cluster_a_gang_larger_than_every_type_is_capped(tmp_path: Path) ->
         assert job.gang_size == min(original.gang_size, 2)
         thr = table.isolated(job.model, job.initial_batch_size, job.gang_size)
         assert job.total_steps == int(float(job.trace_duration or 0) * thr)
+    # the same jobs (and arrival rate, from the capacity and the expected gang) as the mix the
+    # cap makes of it: 4 and 8 become 2, so 1 and 2 GPUs with 0.25 and 0.75
+    same = tmp_path / "same.jsonl"
+    mixed = ["--gang-sizes", "1,2", "--gang-size-mix", "0.25,0.75", "-o", str(same)]
+    assert main([*argv[:-2], "--cluster", "v100:2,p100:2,k80:2", *mixed]) == 0
+    assert small.read_text().splitlines()[1:] == same.read_text().splitlines()[1:]
     # every job of the capped trace runs
     result = tmp_path / "result.json"
     simulate = ["simulate", "--cluster", "v100:2,p100:2,k80:2", "--trace", str(small)]

@@ -269,7 +269,9 @@ class GeneratorParameters:
         table = self.throughput_table()
         check_cluster_types(self, table)
         caps = self.gang_caps(table)
-        keys = sorted({(t.model, t.batch_size, gang) for t in self.templates for gang in caps[t]})
+        keys = sorted(
+            {(t.model, t.batch_size, gang) for t in self.templates for gang in caps[t].values()}
+        )
         capacity = 0.0
         for name, count in zip(spec.types, spec.counts, strict=True):
             entries = table.entries_of(name)

@@ -144,3 +144,22 @@ def test_the_command_line_reports_spread_rounds_only_with_server_sizes(tmp_path:
     spread = json.loads(placed.read_text())["spread_rounds"]
     assert len(spread) == 25 and sum(spread) > 0
     assert "spread_rounds" not in json.loads(plain.read_text())
+
+
+def test_jobs_along_profiles_are_counted_spread_but_keep_their_speed(tmp_path: Path) -> None:
+    # a native workload's profiles have no unconsolidated durations: spread gangs run at the
+    # consolidated rate, so the run is the run without server sizes, spread rounds counted
+    workload = tmp_path / "w.jsonl"
+    generate = ["trace", "generate", "--jobs", "20", "--cluster", "v100:4,p100:4,k80:4"]
+    mix = ["--gang-size-mix", "0.25,0.25,0.25,0.25"]
+    assert main([*generate, *mix, "--seed", "3", "-o", str(workload)]) == 0
+    results = []
+    for cluster in ("v100:4/2,p100:4/2,k80:4/2", "v100:4,p100:4,k80:4"):
+        out = tmp_path / f"{len(results)}.json"
+        assert main(["simulate", "--cluster", cluster, "--trace", str(workload), "--policy",
+                     "gavel", "--output", str(out)]) == 0  # fmt: skip
+        results.append(json.loads(out.read_text()))
+    placed, plain = results
+    assert sum(placed.pop("spread_rounds")) > 0
+    placed["cluster"] = plain["cluster"]
+    assert placed == plain

@@ -6,7 +6,8 @@ throughput on every type of ``--throughputs``, or the jobs of a native ``.jsonl`
 their epoch profile on every type (adapting jobs included; the exact mechanics by default,
 Gavel's with ``--mechanics gavel``), under Gavel's round mechanism and policies (``gavel``,
 ``themis``, ``mst``, ``ossp``, ``fifo`` and their ``-agnostic`` forms; Gavel's names are
-accepted too).
+accepted too). ``simulate`` runs a :class:`~shockwave.heterogeneous.checkpoint.TypedSimulation`,
+which ``--checkpoint`` saves and ``--resume`` continues (``simulate_commands`` drives both paths).
 """
 
 from __future__ import annotations

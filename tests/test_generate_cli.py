@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from shockwave.catalog import JobTemplate
 from shockwave.cli import main
-from shockwave.traces import GeneratorParameters, load_workload, write_generated
-from shockwave.traces.generator_parameters import option_name
+from shockwave.throughputs import ThroughputTable
+from shockwave.traces import GeneratorParameters, generate_records, load_workload, write_generated
+from shockwave.traces.generator_parameters import GeneratorParameterError, option_name
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 CANONICAL_TRACE = TRACES / "canonical_120jobs.trace"
@@ -97,3 +99,68 @@ def test_bad_options_fail_with_a_message_naming_them(
     argv = ["trace", "generate", "--jobs", "5", "--gpus", "32", "-o", str(tmp_path / "x.trace")]
     assert main([*argv, *options]) == 2
     assert option in capsys.readouterr().err
+
+
+def test_on_a_cluster_a_gang_larger_than_every_type_is_capped(tmp_path: Path) -> None:
+    # the same draws on two clusters: a gang of 4 or 8 GPUs, which no type of the small one can
+    # hold, becomes 2 there (the largest gang size of the table that fits), its steps at 2 GPUs
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    argv = [
+        "trace",
+        "generate",
+        "--jobs",
+        "60",
+        "--seed",
+        "4",
+        "--gang-size-mix",
+        "0.25,0.25,0.25,0.25",
+    ]
+    assert main([*argv, "--cluster", "v100:2,p100:2,k80:2", "-o", str(small)]) == 0
+    assert main([*argv, "--cluster", "v100:8,p100:8,k80:8", "-o", str(large)]) == 0
+    capped, drawn = load_workload(small), load_workload(large)
+    assert {job.gang_size for job in drawn.jobs} == {1, 2, 4, 8}
+    table = capped.throughputs
+    assert table is not None
+    for job, original in zip(capped.jobs, drawn.jobs, strict=True):
+        assert (job.model, job.trace_duration) == (original.model, original.trace_duration)
+        assert job.gang_size == min(original.gang_size, 2)
+        thr = table.isolated(job.model, job.initial_batch_size, job.gang_size)
+        assert job.total_steps == int(float(job.trace_duration or 0) * thr)
+    # the same jobs (and arrival rate, from the capacity and the expected gang) as the mix the
+    # cap makes of it: 4 and 8 become 2, so 1 and 2 GPUs with 0.25 and 0.75
+    same = tmp_path / "same.jsonl"
+    mixed = ["--gang-sizes", "1,2", "--gang-size-mix", "0.25,0.75", "-o", str(same)]
+    assert main([*argv[:-2], "--cluster", "v100:2,p100:2,k80:2", *mixed]) == 0
+    assert small.read_text().splitlines()[1:] == same.read_text().splitlines()[1:]
+    # every job of the capped trace runs
+    result = tmp_path / "result.json"
+    simulate = ["simulate", "--cluster", "v100:2,p100:2,k80:2", "--trace", str(small)]
+    assert main([*simulate, "--policy", "gavel", "--output", str(result)]) == 0
+
+
+def test_a_gang_is_capped_only_to_a_size_the_table_has_on_every_type() -> None:
+    gavel = ThroughputTable.bundled("gavel")
+    # ResNet-18 at batch size 32 has no 2-GPU throughput on k80: the 3-GPU types cap a gang of 4
+    # or 8 to 1 GPU, not 2
+    k80 = {key: thr for key, thr in gavel.entries_of("k80").items() if key[2] != 2}
+    table = dataclasses.replace(gavel, other_types={**gavel.other_types, "k80": k80})
+    parameters = GeneratorParameters.for_cluster(
+        40, "v100:3,k80:3", seed=1, throughputs=table, templates=(JobTemplate("ResNet-18", 32),),
+        gang_size_mix=(0.5, 0.0, 0.25, 0.25), mode_mix=(1.0, 0.0, 0.0),
+    )  # fmt: skip
+    assert parameters.gang_caps(table) == {JobTemplate("ResNet-18", 32): {1: 1, 4: 1, 8: 1}}
+    assert {r.scale_factor for r in generate_records(parameters)} == {1}
+
+
+def test_a_template_with_no_gang_that_fits_is_refused_naming_the_cluster() -> None:
+    gavel = ThroughputTable.bundled("gavel")
+    # ResNet-18 at batch size 32 on k80 only on 4 or 8 GPUs: no gang of it fits on 2 GPUs
+    k80 = {key: thr for key, thr in gavel.entries_of("k80").items() if key[2] > 2}
+    table = dataclasses.replace(gavel, other_types={**gavel.other_types, "k80": k80})
+    parameters = GeneratorParameters.for_cluster(
+        10, "v100:2,k80:2", throughputs=table, templates=(JobTemplate("ResNet-18", 32),),
+        gang_size_mix=(0.0, 0.0, 0.5, 0.5), mode_mix=(1.0, 0.0, 0.0),
+    )  # fmt: skip
+    with pytest.raises(GeneratorParameterError, match="no GPU type of v100:2,k80:2") as error:
+        generate_records(parameters)
+    assert error.value.parameter == "cluster"

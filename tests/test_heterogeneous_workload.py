@@ -222,7 +222,6 @@ def test_without_a_cluster_the_output_is_unchanged(tmp_path: Path) -> None:
     ("cluster", "parameter", "message"),
     [
         ("v100:12,a100:12", "cluster", "'a100' is not a worker type"),
-        ("v100:4,p100:4", "cluster", "gang size 8"),
         ("v100:0", "cluster", "count"),
         ("v100", "cluster", "TYPE:COUNT"),
     ],

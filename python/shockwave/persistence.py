@@ -326,6 +326,26 @@ def load_state_file(path: str | PathLike[str], kind: str) -> Any:
     return load_state(Path(path).read_bytes(), kind, source=str(path))
 
 
+def state_file_kind(path: str | PathLike[str]) -> str | None:
+    """The kind of state the file ``path`` says it holds (its header's), or ``None`` for a file
+    that is not a state file of this format; nothing else is checked (:func:`load_state_file`
+    checks it all).
+
+    Raises:
+        OSError: when the file cannot be read.
+    """
+    with open(path, "rb") as stream:
+        line = stream.read(_MAX_HEADER).partition(b"\n")[0]
+    try:
+        header = json.loads(line.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(header, dict) or header.get("format") != FILE_FORMAT:
+        return None
+    kind = header.get("kind")
+    return kind if isinstance(kind, str) else None
+
+
 # ---------------------------------------------------------------------------------- schema
 class StateReader:
     """A decoded table read against its schema: each accessor checks one field's type (and

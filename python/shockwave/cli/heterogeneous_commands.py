@@ -6,33 +6,32 @@ throughput on every type of ``--throughputs``, or the jobs of a native ``.jsonl`
 their epoch profile on every type (adapting jobs included; the exact mechanics by default,
 Gavel's with ``--mechanics gavel``), under Gavel's round mechanism and policies (``gavel``,
 ``themis``, ``mst``, ``ossp``, ``fifo`` and their ``-agnostic`` forms; Gavel's names are
-accepted too).
+accepted too). ``simulate`` runs a :class:`~shockwave.heterogeneous.checkpoint.TypedSimulation`,
+which ``--checkpoint`` saves and ``--resume`` continues (``simulate_commands`` drives both paths).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from shockwave.cli.paths import check_distinct_paths, write_output
-from shockwave.errors import DataError, OutputError, TraceError, UsageError
+from shockwave.errors import DataError, OutputError, UsageError
 from shockwave.heterogeneous import (
     ClusterSpec,
     HeterogeneousConfig,
     HeterogeneousResult,
     TypedJobs,
-    TypedThroughputTable,
     make_typed_policy,
-    read_typed_trace,
     resolve_typed_policy,
     simulate_heterogeneous,
 )
+from shockwave.heterogeneous.checkpoint import TYPED_CHECKPOINT_KIND, TypedInputs, TypedSimulation
 from shockwave.heterogeneous.simulate import TypedMechanics
-from shockwave.heterogeneous.typed_jobs import typed_jobs_from_profiles
-from shockwave.traces import is_native, read_native
+from shockwave.persistence import state_file_kind
+from shockwave.traces import is_native
 
 #: The files ``compare --cluster --plots DIR`` writes.
 PLOT_FILES = ("utilization_by_type.png", "gpu_hours_by_type.png")
@@ -40,16 +39,38 @@ PLOT_FILES = ("utilization_by_type.png", "gpu_hours_by_type.png")
 _UNSUPPORTED = ("actual", "config", "round_overhead_seconds")
 
 
-def simulate(args: argparse.Namespace) -> int:
-    """``shockwave simulate --cluster SPEC ...``."""
-    if getattr(args, "resume", None) or getattr(args, "checkpoint", None):
-        raise UsageError("--checkpoint/--resume are not available with --cluster yet")
+def is_typed_checkpoint(path: str) -> bool:
+    """Whether ``path`` is the checkpoint of a typed simulation (``--resume`` of one); other
+    files are left to the homogeneous path, which reads (and refuses) them."""
+    try:
+        return state_file_kind(path) == TYPED_CHECKPOINT_KIND
+    except OSError as exc:
+        raise DataError(f"--resume {path}: cannot read ({exc.strerror})") from None
+
+
+def new_simulation(args: argparse.Namespace, outputs: dict[str, str | None]) -> TypedSimulation:
+    """The typed simulation ``simulate --cluster SPEC ...`` describes (``outputs``: the files it
+    will write, none of which may be an input)."""
     if not args.policy:
-        raise UsageError("simulate needs --policy")
+        raise UsageError("simulate needs --policy (or --resume FILE)")
     names = _names([args.policy])
-    outputs = {"--output": args.output, "--timing": args.timing}
-    jobs, config = _prepare(args, outputs)
-    result = _run(jobs, names[0], config)
+    inputs, jobs, config = _prepare(args, outputs)
+    _check_mechanics(names[0], config)
+    return TypedSimulation(inputs, names[0], config, jobs=jobs)
+
+
+def load_simulation(path: str) -> TypedSimulation:
+    """The typed simulation checkpointed in ``path`` (``simulate --resume``)."""
+    try:
+        return TypedSimulation.load(path)
+    except OSError as exc:
+        raise DataError(f"--resume {path}: cannot read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise DataError(f"--resume {exc}") from None
+
+
+def report(args: argparse.Namespace, result: HeterogeneousResult) -> None:
+    """Print a typed run's summary and write its ``--output`` and ``--timing`` files."""
     print(render(result))
     if args.output:
         _write(args.output, "--output", result.to_json())
@@ -57,7 +78,6 @@ def simulate(args: argparse.Namespace) -> int:
         timing = {"policy": result.policy, "wall_seconds": result.wall_seconds,
                   "policy_seconds_total": result.policy_seconds}  # fmt: skip
         _write(args.timing, "--timing", json.dumps(timing, indent=1) + "\n")
-    return 0
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -70,7 +90,7 @@ def compare(args: argparse.Namespace) -> int:
         outputs.update({f"--plots ({name})": str(Path(args.plots) / name) for name in PLOT_FILES})
         if Path(args.plots).exists() and not Path(args.plots).is_dir():
             raise OutputError(f"--plots {args.plots}: exists and is not a directory")
-    jobs, config = _prepare(args, outputs)
+    _, jobs, config = _prepare(args, outputs)
     results = [_run(jobs, name, config) for name in names]
     for result in results:
         print(render(result))
@@ -106,7 +126,7 @@ def _names(raw: Sequence[str]) -> list[str]:
 
 def _prepare(
     args: argparse.Namespace, outputs: dict[str, str | None]
-) -> tuple[TypedJobs, HeterogeneousConfig]:
+) -> tuple[TypedInputs, TypedJobs, HeterogeneousConfig]:
     given = [f"--{k.replace('_', '-')}" for k in _UNSUPPORTED if getattr(args, k, None)]
     if given:
         raise UsageError(f"{', '.join(given)} not available with --cluster yet")
@@ -144,31 +164,27 @@ def _prepare(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_distinct_paths(outputs, {"--trace": args.trace, "--throughputs": args.throughputs})
-    if native:
-        workload = read_native(args.trace)  # TraceError: a DataError naming file, line, field
-        # the cluster check's errors name the file (its source is the file's free text)
-        workload = dataclasses.replace(workload, source=str(args.trace))
-        try:
-            return typed_jobs_from_profiles(workload, cluster), config
-        except (UsageError, DataError):
-            raise  # the workload check's errors name the type, or the job and its field
-        except ValueError as exc:
-            raise DataError(f"{args.trace}: {exc}") from None
     try:
-        table = TypedThroughputTable.from_file(args.throughputs)
-        jobs = read_typed_trace(args.trace, table, cluster)
-    except TraceError as exc:
-        raise DataError(str(exc)) from None
+        inputs = TypedInputs.read(cluster, args.trace, None if native else args.throughputs)
+        jobs = inputs.jobs()
+    except (UsageError, DataError):
+        # a file that cannot be read or is malformed (TraceError, naming file, line and field);
+        # the cluster check of a native workload (naming the type, or the job and its field)
+        raise
     except ValueError as exc:
         raise DataError(f"{args.trace}: {exc}") from None
-    return jobs, config
+    return inputs, jobs, config
 
 
 def _run(jobs: TypedJobs, name: str, config: HeterogeneousConfig) -> HeterogeneousResult:
-    policy = make_typed_policy(name, config.seed)
-    if config.mechanics == "exact" and policy.packs_jobs:
+    _check_mechanics(name, config)
+    return simulate_heterogeneous(jobs, name, config)
+
+
+def _check_mechanics(name: str, config: HeterogeneousConfig) -> None:
+    """Refuse a packing policy under the exact mechanics, naming ``--policy``."""
+    if config.mechanics == "exact" and make_typed_policy(name, config.seed).packs_jobs:
         raise UsageError(f"--policy {name} packs jobs onto shared GPUs: gavel mechanics only")
-    return simulate_heterogeneous(jobs, policy, config)
 
 
 def _write(path: str, option: str, text: str) -> None:

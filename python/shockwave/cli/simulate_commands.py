@@ -7,7 +7,8 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -56,7 +57,7 @@ def register(subparsers: Any) -> None:
         "--checkpoint",
         metavar="FILE",
         help="save the whole simulation to FILE every --checkpoint-every seconds and on Ctrl-C "
-        "(replaced atomically); continue it later with --resume FILE",
+        "(replaced atomically), with --gpus or --cluster; continue it later with --resume FILE",
     )
     simulate_parser.add_argument(
         "--checkpoint-every",
@@ -69,7 +70,8 @@ def register(subparsers: Any) -> None:
         "--resume",
         metavar="FILE",
         help="continue the simulation saved in FILE (it holds the workload, policy and "
-        "settings: give none of --trace, --policy, --gpus, ...); checkpoints go on to FILE "
+        "settings: give none of --trace, --policy, --gpus, --cluster, ...); checkpoints go "
+        "on to FILE "
         "unless --checkpoint names another",
     )
     simulate_parser.set_defaults(handler=_simulate)
@@ -109,8 +111,8 @@ def register(subparsers: Any) -> None:
 
 
 #: Options of a run that a checkpoint already holds (refused with --resume).
-_RUN_OPTIONS = ("trace", "throughputs", "gpus", "mechanics", "round_seconds", "seed", "config",
-                "policy", "actual", "restart_penalty_seconds",
+_RUN_OPTIONS = ("trace", "throughputs", "gpus", "cluster", "mechanics", "round_seconds", "seed",
+                "config", "policy", "actual", "restart_penalty_seconds",
                 "round_overhead_seconds")  # fmt: skip
 
 
@@ -179,8 +181,6 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
 
 # --------------------------------------------------------------------------------- commands
 def _simulate(args: argparse.Namespace) -> int:
-    if args.cluster:
-        return heterogeneous_commands.simulate(args)
     if args.checkpoint_every < 0 or not math.isfinite(args.checkpoint_every):
         raise UsageError(f"--checkpoint-every must be >= 0 seconds, got {args.checkpoint_every}")
     checkpoint_path = args.checkpoint or args.resume
@@ -191,6 +191,10 @@ def _simulate(args: argparse.Namespace) -> int:
         {**input_files(args), "--resume": args.resume},
         replaces=[("--checkpoint", "--resume")],
     )
+    checkpoint = None
+    if checkpoint_path:
+        checkpoint = CheckpointSettings(checkpoint_path, every_seconds=args.checkpoint_every)
+    typed = bool(args.cluster)
     if args.resume:
         given = [f"--{name.replace('_', '-')}" for name in _RUN_OPTIONS if getattr(args, name)]
         if given:
@@ -199,6 +203,18 @@ def _simulate(args: argparse.Namespace) -> int:
                 f"drop {', '.join(given)}"
             )
         check_outputs(outputs)
+        typed = heterogeneous_commands.is_typed_checkpoint(args.resume)
+    if typed:
+        if args.resume:
+            typed_simulation = heterogeneous_commands.load_simulation(args.resume)
+        else:
+            typed_simulation = heterogeneous_commands.new_simulation(args, outputs)
+            check_outputs(outputs)
+        with _naming_the_checkpoint(checkpoint_path):
+            typed_result = typed_simulation.run(checkpoint=checkpoint)
+        heterogeneous_commands.report(args, typed_result)
+        return 0
+    if args.resume:
         try:
             simulation = Simulation.load(args.resume)
         except OSError as exc:
@@ -217,11 +233,22 @@ def _simulate(args: argparse.Namespace) -> int:
             policy_parameters=parameters.get(name),
             actual=_actual(args, workload),
         )
-    checkpoint = None
-    if checkpoint_path:
-        checkpoint = CheckpointSettings(checkpoint_path, every_seconds=args.checkpoint_every)
-    try:
+    with _naming_the_checkpoint(checkpoint_path):
         result = _run(simulation, simulation.policy.name, simulation.config.mechanics, checkpoint)
+    print(render_summary(result))
+    if args.output:
+        _write(args.output, "--output", result.to_json(indent=1) + "\n")
+    if args.timing:
+        timing = {"policy": result.policy, **result.timing.to_dict()}
+        _write(args.timing, "--timing", json.dumps(timing, indent=1) + "\n")
+    return 0
+
+
+@contextmanager
+def _naming_the_checkpoint(checkpoint_path: str | None) -> Iterator[None]:
+    """On Ctrl-C (after the run saved itself), say where the checkpoint is, then go on."""
+    try:
+        yield
     except KeyboardInterrupt:
         if checkpoint_path:
             print(
@@ -230,13 +257,6 @@ def _simulate(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         raise
-    print(render_summary(result))
-    if args.output:
-        _write(args.output, "--output", result.to_json(indent=1) + "\n")
-    if args.timing:
-        timing = {"policy": result.policy, **result.timing.to_dict()}
-        _write(args.timing, "--timing", json.dumps(timing, indent=1) + "\n")
-    return 0
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -261,7 +261,9 @@ def _register_generate(commands: Any) -> None:
         "--cluster", default=None, metavar="SPEC",
         help="a heterogeneous target cluster, TYPE:COUNT[/SERVER],... (v100:36,p100:36,k80:36): "
         "every job gets its epoch durations on every type of the table (default table: gavel), "
-        "and the arrival rate follows the cluster's capacity; writes native format version 3",
+        "the arrival rate follows the cluster's capacity, and a gang larger than every type "
+        "is capped to the largest gang size of the table that fits on the largest type; "
+        "writes native format version 3",
     )  # fmt: skip
     generate.add_argument(
         "--seed", type=int, default=defaults["seed"], metavar="S",
@@ -316,7 +318,8 @@ def _register_generate(commands: Any) -> None:
     )  # fmt: skip
     generate.add_argument(
         "--gang-sizes", default=listed("gang_sizes"), metavar="W,W,...",
-        help="possible gang sizes, GPUs (default %(default)s)",
+        help="possible gang sizes, GPUs (default %(default)s; with --cluster, a size larger "
+        "than every type is capped)",
     )  # fmt: skip
     generate.add_argument(
         "--gang-size-mix", default=listed("gang_size_mix"), metavar="P,P,...",

@@ -7,13 +7,15 @@
 * the typed worlds of the round loop (:class:`shockwave.rounds.RoundLoop`):
   :class:`GavelTypedWorld` (Gavel's simulator: its round mechanism, packing and placement) and
   :class:`ExactTypedWorld` (principled rounds, a restart penalty on a change of type), the typed
-  policies asked through :class:`TypedRounds`; :func:`simulate_heterogeneous` runs them;
+  policies asked through :class:`TypedRounds`; :func:`simulate_heterogeneous` runs them,
+  :class:`TypedSimulation` too, saving itself to a checkpoint and resuming bit for bit;
 * the policies, heterogeneity-aware and agnostic (:mod:`.registry`), Gavel's programs solved by
   ECOS's interior-point method (:mod:`.interior_point`; :class:`GavelSolverError` where it fails,
   as Gavel's run stops).
 """
 
 from shockwave.heterogeneous.allocation import TypedRounds
+from shockwave.heterogeneous.checkpoint import TypedInputs, TypedSimulation
 from shockwave.heterogeneous.cluster import ClusterSpec
 from shockwave.heterogeneous.exact_world import ExactTypedWorld
 from shockwave.heterogeneous.gavel_policies import GavelSolverError
@@ -55,9 +57,11 @@ __all__ = [
     "HeterogeneousResult",
     "TypedAllocationPolicy",
     "TypedAllocationState",
+    "TypedInputs",
     "TypedJobs",
     "TypedProfiles",
     "TypedRounds",
+    "TypedSimulation",
     "TypedThroughputTable",
     "TypedWorld",
     "check_workload_on_cluster",

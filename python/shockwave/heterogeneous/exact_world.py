@@ -16,6 +16,14 @@
 * A job that did not run in the previous round (its first start, or a restart), **or that moves
   to another GPU type**, loses the restart penalty (``restart_penalty_seconds``, default 20 s)
   at the start of the round.
+* **Placement**, only for the types given a server size above 1 (``v100:36/4``): every round
+  the gangs chosen for such a type are packed onto its servers (largest first, best fit:
+  :func:`~shockwave.heterogeneous.placement.pack_gangs`); a gang spread over several servers
+  runs, that round, at its ``<type>_unconsolidated`` throughput where the ``.trace``'s table has
+  a positive one (at the consolidated rate otherwise, and always for jobs that follow epoch
+  profiles, which have no unconsolidated durations), and the result counts the rounds each job
+  ran spread (``spread_rounds``). A type without a server size (one GPU per server, the
+  default) has no placement: its gangs run at the consolidated rate, as before placement.
 * Packing policies (jobs sharing GPUs) run under Gavel's mechanics only.
 """
 
@@ -27,11 +35,13 @@ import numpy as np
 import numpy.typing as npt
 
 from shockwave.heterogeneous.allocation import TypedRounds
+from shockwave.heterogeneous.placement import pack_gangs
 from shockwave.heterogeneous.typed_jobs import TypedJobs
 from shockwave.heterogeneous.typed_world import TypedWorld
 from shockwave.persistence import StateReader
 from shockwave.rounds.ledger import JobBooks
 from shockwave.rounds.world import Decision
+from shockwave.throughputs import PLACEMENT_SUFFIX
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -75,6 +85,14 @@ class ExactTypedWorld(TypedWorld):
         self.origin = float(jobs.arrival[0])
         self.grid = 0
         self.pending: dict[str, npt.NDArray[Any]] | None = None
+        cluster = jobs.cluster
+        #: the types whose gangs are placed on servers (a server size above 1)
+        self.placed_types = [k for k, size in enumerate(cluster.server_sizes) if size > 1]
+        if self.placed_types:
+            self.spread_rounds = np.zeros(n, dtype=np.int64)
+        #: ``[i, k]``: iterations/s of job ``i`` spread over servers of type ``k`` (0: none
+        #: known, the consolidated rate applies)
+        self.unconsolidated = _unconsolidated_rates(jobs) if self.placed_types else None
 
     def remaining_steps(self, active: IntArray) -> IntArray:
         left = self.jobs.total_steps[active] - self.progress[active]
@@ -104,9 +122,14 @@ class ExactTypedWorld(TypedWorld):
         penalty = np.where(ran_before & ~moved & (round_index > 0), 0.0, self.penalty)
         self.last_type[jobs] = types
         if self.jobs.profiles is not None:
+            self._place(jobs, types)
             self._run_profiles(now, jobs, types, penalty)
             return
+        spread = self._place(jobs, types)
         rate = self.throughput_by_type(jobs)[np.arange(jobs.shape[0]), types]
+        if self.unconsolidated is not None:
+            slower = self.unconsolidated[jobs, types]
+            rate = np.where(spread & (slower > 0.0), slower, rate)
         left = self.jobs.total_steps[jobs] - self.progress[jobs]
         capacity = (self.round_seconds - penalty) * rate
         finishes = left <= capacity
@@ -116,6 +139,21 @@ class ExactTypedWorld(TypedWorld):
             finishes, self.jobs.total_steps[jobs], self.progress[jobs] + capacity
         )
         self._pend(jobs, types, run, completion)
+
+    def _place(self, jobs: IntArray, types: IntArray) -> npt.NDArray[np.bool_]:
+        """Pack the round's gangs onto the servers of the placed types; which ones are spread
+        over several servers (counted in ``spread_rounds``)."""
+        spread = np.zeros(jobs.shape[0], dtype=np.bool_)
+        if self.spread_rounds is None:
+            return spread
+        cluster = self.jobs.cluster
+        for k in self.placed_types:
+            on = np.flatnonzero(types == k)
+            size = cluster.server_sizes[k]
+            spans = pack_gangs(self.books.gang[jobs[on]].tolist(), cluster.counts[k] // size, size)
+            spread[on] = np.asarray(spans) > 1
+        self.spread_rounds[jobs[spread]] += 1
+        return spread
 
     def _run_profiles(
         self, now: float, jobs: IntArray, types: IntArray, penalty: FloatArray
@@ -181,6 +219,7 @@ class ExactTypedWorld(TypedWorld):
             "grid": self.grid,
             "rounds": self.rounds,
             "pending": None if self.pending is None else dict(self.pending),
+            "spread_rounds": None if self.spread_rounds is None else self.spread_rounds.copy(),
         }
 
     def restore(self, saved: StateReader) -> None:
@@ -216,8 +255,34 @@ class ExactTypedWorld(TypedWorld):
             ):
                 raise table.error("jobs", "a job or type index is out of range")
             table.done()
+        spread_rounds = None
+        if self.spread_rounds is not None:
+            spread_rounds = saved.array("spread_rounds", np.int64, (n,))
+            if np.any(spread_rounds < 0):
+                raise saved.error("spread_rounds", "a count of rounds is negative")
+        elif saved.raw("spread_rounds") is not None:
+            raise saved.error("spread_rounds", "this cluster has no server sizes to place on")
         saved.done()
+        self.spread_rounds = spread_rounds
         self.progress, self.steps_run, self.last_type = progress, steps_run, last_type
         self.epoch, self.fraction = epoch, fraction
         self.gpu_seconds, self.busy_seconds = gpu_seconds, busy_seconds
         self.grid, self.rounds, self.pending = grid, rounds, pending
+
+
+def _unconsolidated_rates(jobs: TypedJobs) -> FloatArray:
+    """``[i, k]``: the ``<type>_unconsolidated`` throughput of each job on each type of the
+    cluster in the jobs' table, iterations/s (0 where the table has none, or the jobs have no
+    table or follow epoch profiles)."""
+    out = np.zeros_like(jobs.throughput)
+    table = jobs.table
+    if table is None or jobs.profiles is not None:
+        return out
+    for k, name in enumerate(jobs.cluster.types):
+        variant = name + PLACEMENT_SUFFIX
+        if variant in table.entries:
+            out[:, k] = [
+                table.isolated(variant, t, g)
+                for t, g in zip(jobs.job_types, jobs.gang.tolist(), strict=True)
+            ]
+    return out

@@ -124,3 +124,42 @@ class GavelPlacement:
         extensions = saved.integer("extensions", 0)
         saved.done()
         self.previous, self.opportunities, self.extensions = previous, opportunities, extensions
+
+
+def pack_gangs(gangs: Sequence[int], servers: int, server_size: int) -> list[int]:
+    """Pack one type's gangs onto its servers, as the ``exact`` mechanics place them: the number
+    of servers each gang spans, in the order given.
+
+    Gangs are taken largest first (ties in the order given). Each goes whole onto the fullest
+    server that still holds it (best fit; the lowest-numbered on ties); a gang that no server
+    holds whole is spread over the servers with the most free GPUs, most first (the fewest
+    servers; the lowest-numbered on ties).
+
+    Args:
+        gangs: GPUs of each gang; their sum may not exceed ``servers * server_size``.
+        servers: servers of the type.
+        server_size: GPUs per server.
+
+    Raises:
+        ValueError: if the gangs do not fit on the type.
+    """
+    if sum(gangs) > servers * server_size:
+        raise ValueError(f"{sum(gangs)} GPUs of gangs on {servers} servers of {server_size}")
+    free = [server_size] * servers
+    spans = [0] * len(gangs)
+    for i in sorted(range(len(gangs)), key=lambda i: -gangs[i]):
+        need = gangs[i]
+        fits = [s for s in range(servers) if free[s] >= need]
+        if fits:
+            best = min(fits, key=lambda s: (free[s], s))
+            free[best] -= need
+            spans[i] = 1
+            continue
+        for s in sorted(range(servers), key=lambda s: (-free[s], s)):
+            if need == 0:
+                break
+            take = min(free[s], need)
+            free[s] -= take
+            need -= take
+            spans[i] += 1
+    return spans

@@ -61,6 +61,9 @@ class HeterogeneousResult:
             certified plan was used, and they are counted here), ``worst_gap`` (the largest
             relative duality gap), ``cold_retries``; ``None`` (and no key in
             :meth:`to_dict`) for the others.
+        spread_rounds: rounds each job ran with its gang spread over several servers, under the
+            exact mechanics on a cluster with server sizes (``v100:36/4``; ``None`` without:
+            then :meth:`to_dict` leaves it out).
         wall_seconds, policy_seconds: wall time of the run and of the policy calls (not
             results: they are left out of :meth:`to_dict`).
     """
@@ -91,6 +94,7 @@ class HeterogeneousResult:
     wall_seconds: float
     policy_seconds: float
     market: dict[str, float] | None = None
+    spread_rounds: IntArray | None = None
 
     @classmethod
     def build(
@@ -108,6 +112,7 @@ class HeterogeneousResult:
         rounds: int,
         policy_seconds: float,
         wall_seconds: float,
+        spread_rounds: IntArray | None = None,
     ) -> HeterogeneousResult:
         jct = completion - jobs.arrival
         finished = ~dropped
@@ -161,6 +166,7 @@ class HeterogeneousResult:
             wall_seconds=wall_seconds,
             policy_seconds=policy_seconds,
             market=market,
+            spread_rounds=None if spread_rounds is None else spread_rounds.copy(),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -197,6 +203,8 @@ class HeterogeneousResult:
         }
         if self.market is not None:
             out["market"] = dict(self.market)
+        if self.spread_rounds is not None:  # only where gangs are placed on servers
+            out["spread_rounds"] = self.spread_rounds.tolist()
         return out
 
     def to_json(self) -> str:

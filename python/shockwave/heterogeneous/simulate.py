@@ -158,6 +158,7 @@ def typed_result(
         rounds=world.rounds,
         policy_seconds=float(sum(books.round_policy_seconds)) + books.policy_seconds,
         wall_seconds=wall_seconds,
+        spread_rounds=world.spread_rounds,
     )
 
 

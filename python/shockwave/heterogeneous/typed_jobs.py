@@ -123,9 +123,18 @@ def read_typed_trace(
         ValueError: naming the type or the job the table cannot serve.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise TraceError(f"cannot read trace ({exc.strerror})", path=path) from None
+    return parse_typed_trace(data, path, table, cluster)
+
+
+def parse_typed_trace(
+    data: bytes, path: str | PathLike[str], table: TypedThroughputTable, cluster: ClusterSpec
+) -> TypedJobs:
+    """:func:`read_typed_trace` of a file's bytes (``path`` names it in errors)."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise TraceError("not a text file (not UTF-8)", path=path) from None
     types: list[str] = []

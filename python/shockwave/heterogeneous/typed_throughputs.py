@@ -112,11 +112,23 @@ class TypedThroughputTable:
         path = Path(path)
         try:
             data = path.read_bytes()
+        except OSError as exc:
+            raise TraceError(f"cannot read throughput file ({exc.strerror})", path=path) from None
+        return cls.from_bytes(data, path)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, path: str | PathLike[str]) -> TypedThroughputTable:
+        """:meth:`from_file` of a file's bytes (``path`` names it, and a ``.gz`` suffix says
+        they are gzip-compressed).
+
+        Raises:
+            TraceError: as :meth:`from_file`.
+        """
+        path = Path(path)
+        try:
             if path.suffix == ".gz":
                 data = gzip.decompress(data)
             raw = json.loads(data.decode("utf-8"))
-        except OSError as exc:
-            raise TraceError(f"cannot read throughput file ({exc.strerror})", path=path) from None
         except (UnicodeDecodeError, gzip.BadGzipFile, EOFError):
             raise TraceError("not a UTF-8 text file (or not gzip-compressed)", path=path) from None
         except json.JSONDecodeError as exc:

@@ -117,6 +117,9 @@ class TypedWorld(ClusterWorld):
         #: the type each job ran on last (-1: never ran; kept by the exact mechanics, which
         #: charge a move its restart)
         self.last_type = np.full(n, -1, dtype=np.int64)
+        #: rounds each job ran spread over several servers, where the world places gangs on
+        #: servers (the exact mechanics with server sizes); ``None``: no such placement
+        self.spread_rounds: IntArray | None = None
 
     def throughput_by_type(self, active: IntArray) -> FloatArray:
         """``T[i, k]``: iterations/s of each job of ``active`` on its gang of type ``k`` (0: it

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from os import PathLike
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -42,9 +42,6 @@ from shockwave.rounds.observers import RoundObserver
 from shockwave.scheduling.config import MECHANICS, SimulationConfig
 from shockwave.traces.native import native_text, parse_native
 from shockwave.workload import Workload
-
-if TYPE_CHECKING:
-    from shockwave.sim.simulation import Simulation
 
 #: The kind of state file a checkpoint is.
 CHECKPOINT_KIND = "simulation-checkpoint"
@@ -125,12 +122,26 @@ def config_of(saved: StateReader) -> SimulationConfig:
 
 
 # ------------------------------------------------------------------------------ the saving
+class Checkpointable(Protocol):
+    """A simulation that saves itself: a homogeneous
+    :class:`~shockwave.sim.simulation.Simulation` or a typed one
+    (:class:`~shockwave.heterogeneous.checkpoint.TypedSimulation`)."""
+
+    #: wall time spent running before the latest resume, seconds (saved with the simulation)
+    wall_seconds: float
+
+    def save(self, path: str | PathLike[str]) -> None:
+        """Write the simulation to ``path``, atomically."""
+
+
 class Checkpointer(RoundObserver):
     """Saves a simulation at round boundaries: every ``settings.every_seconds`` of wall time
     and, after a SIGINT (see :class:`CheckpointSettings`), at the next boundary, then raises
     ``KeyboardInterrupt``."""
 
-    def __init__(self, simulation: Simulation, settings: CheckpointSettings, started: float):
+    def __init__(
+        self, simulation: Checkpointable, settings: CheckpointSettings, started: float
+    ) -> None:
         self.simulation = simulation
         self.settings = settings
         self.started = started
@@ -159,7 +170,7 @@ class Checkpointer(RoundObserver):
 
 @contextmanager
 def checkpointing(
-    simulation: Simulation, settings: CheckpointSettings | None, started: float
+    simulation: Checkpointable, settings: CheckpointSettings | None, started: float
 ) -> Iterator[Checkpointer | None]:
     """The checkpointer of ``settings`` (``None`` without), with its SIGINT handler installed
     while the simulation runs (in the main thread)."""

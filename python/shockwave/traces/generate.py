@@ -19,7 +19,8 @@ Per job, in this order:
 
 1. a template, uniformly from ``templates``;
 2. a gang size from ``gang_size_mix``, only if the model can be distributed (otherwise 1 GPU and
-   no draw): the first size whose cumulative probability is >= u;
+   no draw): the first size whose cumulative probability is >= u; on a heterogeneous cluster a
+   size larger than every type is capped (:meth:`GeneratorParameters.gang_caps`);
 3. a duration bucket (the first whose cumulative probability is > u), then a uniformly drawn point
    of the duration grid in that bucket; the nominal duration is that point in seconds, rounded;
 4. a mode (the first whose cumulative probability is > u); an Accordion job shorter than
@@ -36,9 +37,10 @@ so a generated ``.trace`` and a generated ``.jsonl`` describe the same workload.
 For a heterogeneous cluster (``GeneratorParameters.cluster``) the draws are the same; the
 steps come from the table's primary type, every job gets its epoch durations on every type of
 the table (the same batch-size schedule, each type's throughputs), every type of the cluster must
-serve every job type the generator can draw, and the mean inter-arrival time follows the
-cluster's capacity (:meth:`GeneratorParameters.capacity_gpus`). The native output is then
-format version 3.
+serve every job type the generator can draw, a gang larger than the cluster's largest type is
+capped to the largest gang size the table has that fits on it, and the mean inter-arrival time
+follows the cluster's capacity (:meth:`GeneratorParameters.capacity_gpus`). The native output
+is then format version 3.
 """
 
 from __future__ import annotations
@@ -256,7 +258,7 @@ def check_throughput_coverage(parameters: GeneratorParameters, table: Throughput
     types: list[str | None] = [None]
     if p.cluster is not None and not isinstance(p.cluster, str):
         types += [name for name in p.cluster.types if name != table.worker_type]
-    gangs = [w for w, q in zip(p.gang_sizes, p.gang_size_mix, strict=True) if q > 0]
+    caps = p.gang_caps(table)
     accordion, gns = p.mode_mix[1] > 0, p.mode_mix[2] > 0
     grid = p.duration_grid_hours()
     shortest = min(
@@ -267,7 +269,7 @@ def check_throughput_coverage(parameters: GeneratorParameters, table: Throughput
     for template in p.templates:
         family = model_family(template.model)
         job_type = format_job_type(template.model, template.batch_size)
-        for gang in gangs if template.launch.distributed else [1]:
+        for gang in dict.fromkeys(caps[template].values()):
             needed = {template.batch_size}
             if accordion and template.model not in ACCORDION_NEVER_ADAPTS:
                 needed.add(family.max_batch_size)
@@ -308,6 +310,7 @@ def _draw(p: GeneratorParameters, table: ThroughputTable) -> Iterator[TraceRecor
     mode_of = _Categorical.of(p.mode_mix, inclusive=False)
     mean_gap = p.effective_mean_interarrival
     templates = list(p.templates)
+    caps = p.gang_caps(table)
     text = {t: (t.launch, format_job_type(t.model, t.batch_size), t.command) for t in templates}
 
     arrival = 0.0
@@ -315,6 +318,7 @@ def _draw(p: GeneratorParameters, table: ThroughputTable) -> Iterator[TraceRecor
         template = streams.template.choice(templates)
         launch, job_type, command = text[template]
         gang = p.gang_sizes[gang_of.draw(streams.gang.random())] if launch.distributed else 1
+        gang = caps[template][gang]
         bucket = buckets[bucket_of.draw(streams.bucket.random())]
         # the original's np.random.choice(bucket): legacy numpy draws randint(0, len) for it
         seconds = round(3600 * float(bucket[streams.duration_pick.randint(0, len(bucket))]))

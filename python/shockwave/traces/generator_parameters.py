@@ -167,7 +167,9 @@ class GeneratorParameters:
             the table's primary type). With a cluster, ``gpus`` must be its total
             (:meth:`for_cluster` fills it in), the default table is
             :data:`DEFAULT_TYPED_THROUGHPUTS`, every type of the cluster must be in the table
-            and serve every job the generator can draw, each job gets its epoch durations on
+            and serve every job the generator can draw, a gang larger than the cluster's largest
+            type is capped to a size that fits (:meth:`gang_caps`; ``gpus`` bounds no gang
+            then), each job gets its epoch durations on
             every type of the table (``Job.epoch_seconds_by_type``), and the arrival rate
             follows the cluster's capacity (:meth:`capacity_gpus`). Nominal durations (and
             ``total_steps``) are on the table's primary type.
@@ -266,12 +268,9 @@ class GeneratorParameters:
         spec = parse_cluster(self.cluster)
         table = self.throughput_table()
         check_cluster_types(self, table)
+        caps = self.gang_caps(table)
         keys = sorted(
-            {
-                (t.model, t.batch_size, gang)
-                for t in self.templates
-                for gang in (self.drawn_gang_sizes() if t.launch.distributed else [1])
-            }
+            {(t.model, t.batch_size, gang) for t in self.templates for gang in caps[t].values()}
         )
         capacity = 0.0
         for name, count in zip(spec.types, spec.counts, strict=True):
@@ -285,6 +284,48 @@ class GeneratorParameters:
         """The gang sizes of positive probability."""
         return [w for w, q in zip(self.gang_sizes, self.gang_size_mix, strict=True) if q > 0]
 
+    def gang_caps(self, table: ThroughputTable | None = None) -> dict[JobTemplate, dict[int, int]]:
+        """The gang (GPUs) each template's jobs get for each gang size of positive probability:
+        ``{template: {drawn size: gang}}``; a template that cannot be distributed maps ``1`` to
+        ``1`` (its jobs draw no size).
+
+        Without a cluster a drawn size is the gang. On a cluster, a gang larger than the GPUs of
+        its largest type could never run (a gang runs on one type), so such a size is capped: to
+        the largest gang size of at most that many GPUs for which ``table`` has a positive
+        throughput of the template (its model at its initial batch size) on the table's primary
+        type and on every type of the cluster. Sizes that fit are kept, so a cluster on which
+        nothing is capped gets the trace it always got.
+
+        Args:
+            table: the table in use; ``None``: :meth:`throughput_table`, read only if a size is
+                capped.
+
+        Raises:
+            GeneratorParameterError: naming ``cluster`` if a template has no such gang size, or
+                as :meth:`throughput_table`.
+        """
+        caps: dict[JobTemplate, dict[int, int]] = {}
+        largest = None if self.cluster is None else max(parse_cluster(self.cluster).counts)
+        for template in self.templates:
+            if not template.launch.distributed:
+                caps[template] = {1: 1}
+                continue
+            drawn = self.drawn_gang_sizes()
+            if largest is None or max(drawn) <= largest:
+                caps[template] = {w: w for w in drawn}
+                continue
+            table = self.throughput_table() if table is None else table
+            fitting = [g for g in _table_gangs(self, table, template) if g <= largest]
+            if not fitting:
+                raise GeneratorParameterError(
+                    "cluster",
+                    f"no GPU type of {self.cluster} holds a gang of "
+                    f"{format_templates([template])} that {table.source} has a throughput for "
+                    f"(largest type: {largest} GPUs); drop the template (--templates)",
+                )
+            caps[template] = {w: min(w, max(fitting)) if w > largest else w for w in drawn}
+        return caps
+
     def expected_job_gpu_seconds(self) -> float:
         """Expected nominal exclusive GPU-seconds of one drawn job: its expected gang size times
         its expected nominal duration (drawn independently), seconds. Nominal: the duration as
@@ -295,8 +336,17 @@ class GeneratorParameters:
         for (start, stop), q in zip(self.duration_buckets(), self.duration_bucket_mix, strict=True):
             if q > 0 and stop > start:
                 duration += q * float(np.mean(np.round(3600.0 * grid[start:stop])))
-        spread = sum(w * q for w, q in zip(self.gang_sizes, self.gang_size_mix, strict=True))
-        gang = float(np.mean([spread if t.launch.distributed else 1.0 for t in self.templates]))
+        caps = self.gang_caps()
+        gangs = [
+            sum(
+                caps[t].get(w, w) * q
+                for w, q in zip(self.gang_sizes, self.gang_size_mix, strict=True)
+            )
+            if t.launch.distributed
+            else 1.0
+            for t in self.templates
+        ]
+        gang = float(np.mean(gangs))
         return gang * duration
 
     @property
@@ -427,6 +477,21 @@ def check_cluster_types(parameters: GeneratorParameters, table: ThroughputTable)
             )
 
 
+def _table_gangs(
+    parameters: GeneratorParameters, table: ThroughputTable, template: JobTemplate
+) -> list[int]:
+    """Gang sizes (ascending) with a positive throughput of ``template`` at its initial batch
+    size in ``table`` on its primary type and on every type of ``parameters.cluster``."""
+    spec = parse_cluster(parameters.cluster)
+    tables = [table.entries, *(table.entries_of(name) for name in spec.types)]
+    sizes = {g for (model, batch_size, g) in table.entries if model == template.model}
+    return sorted(
+        g
+        for g in sizes
+        if all(entries.get((template.model, template.batch_size, g), 0.0) > 0 for entries in tables)
+    )
+
+
 def _number_text(value: float) -> str:
     """Short text of a number that reads back as the same value (``0.6``, ``1000``)."""
     short = f"{value:g}"
@@ -549,21 +614,13 @@ def _check_parameters(p: GeneratorParameters) -> None:
     _check_mix("gang_size_mix", p.gang_size_mix, len(p.gang_sizes), "gang sizes")
     drawn = [w for w, q in zip(p.gang_sizes, p.gang_size_mix, strict=True) if q > 0]
     too_big = [w for w in drawn if w > p.gpus]
-    if too_big and any(template.launch.distributed for template in p.templates):
+    # on a cluster a gang larger than every type is capped (gang_caps), not refused
+    if p.cluster is None and too_big and any(t.launch.distributed for t in p.templates):
         raise GeneratorParameterError(
             "gpus",
             f"gang size {max(too_big)} has a positive probability but the cluster has only "
             f"{p.gpus} GPUs (change --gang-size-mix)",
         )
-    if p.cluster is not None and any(template.launch.distributed for template in p.templates):
-        spec = parse_cluster(p.cluster)
-        largest = max(spec.counts)
-        if max(drawn) > largest:
-            raise GeneratorParameterError(
-                "cluster",
-                f"gang size {max(drawn)} has a positive probability but no GPU type of {spec} "
-                f"has that many GPUs (a gang runs on one type; change --gang-size-mix)",
-            )
 
     _check_mix("mode_mix", p.mode_mix, 3, "modes (static, accordion, gns)")
     _check_real("accordion_min_seconds", p.accordion_min_seconds, low=0.0)

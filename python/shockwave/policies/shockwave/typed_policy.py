@@ -113,19 +113,28 @@ class TypedShockwave(TypedAllocationPolicy):
     """Shockwave on a typed cluster (see the module notes).
 
     The parameters are the homogeneous policy's of the same names
-    (:class:`~shockwave.policies.shockwave.Shockwave`: same defaults, same checks); its ``milp``
-    backend, finish-time correction, owed rounds and absolute fairness clock have no typed form
-    (the typed round mechanism carries what each job is owed). One more:
+    (:class:`~shockwave.policies.shockwave.Shockwave`: same checks; its ``milp`` backend,
+    finish-time correction, owed rounds and absolute fairness clock have no typed form: the typed
+    round mechanism carries what each job is owed). Three defaults differ, chosen on tuning
+    traces only (``docs/market.md``, "The policy on GPU types"): ``planning_rounds = 1``,
+    ``gang_budgets = False`` and ``progress_offsets = False``. Two more parameters:
 
     Attributes:
+        progress_offsets: utilities as the homogeneous market has them, ``c_i + sum v x`` with
+            ``c_i`` the fraction of the job done (``True``), or in fractions of the work each job
+            has *left*, with no offset (``False``): then the market is a competitive equilibrium
+            from the budgets, and with GPU-fair budgets and one round each job gets at least the
+            expected progress of its equal share of every type (the finish-time-fairness
+            metric's own split), where the offsets would let the jobs that progressed furthest
+            be starved.
         time_discount: round ``t`` of the window is worth ``time_discount ** t`` of the progress
-            it brings (in ``(0, 1]``). With types the window's total progress alone would value
-            a short job's one round on a fast type and its five on a slow one alike (both finish
-            it inside the window); discounting makes progress sooner worth more, so short jobs
-            buy fast rounds early. 0.5: measured on tuning traces only (``docs/market.md``).
+            it brings (in ``(0, 1]``; no effect with one round). With types the window's total
+            progress alone would value a short job's one round on a fast type and its five on a
+            slow one alike (both finish it inside the window); discounting makes progress sooner
+            worth more, so short jobs buy fast rounds early.
     """
 
-    planning_rounds: int = 20
+    planning_rounds: int = 1
     makespan_weight: float = 0.5
     critical_window_rounds: float = 1.0
     remaining_exponent: float = 2.0
@@ -133,7 +142,8 @@ class TypedShockwave(TypedAllocationPolicy):
     rho_max: float = 1.0
     estimator: Estimator = "markov"
     solver_tolerance: float = 1e-4
-    gang_budgets: bool = True
+    gang_budgets: bool = False
+    progress_offsets: bool = False
     time_discount: float = 0.5
     name = "shockwave"  # type: ignore[misc]  # a class attribute, not a dataclass field
 
@@ -237,7 +247,12 @@ class TypedShockwave(TypedAllocationPolicy):
             return None
         valuations = prediction.valuations
         supply = state.counts.astype(np.float64)
-        progress = np.minimum(prediction.offsets, MAX_PROGRESS)
+        if self.progress_offsets:
+            progress = np.minimum(prediction.offsets, MAX_PROGRESS)
+        else:  # fractions of the work left, from no offset (see the class notes)
+            left = np.maximum(1.0 - prediction.offsets, 1e-12)
+            valuations = valuations / left[:, None, None]
+            progress = np.zeros_like(prediction.offsets)
         budgets = np.where(stalled, 0.0, budgets)
 
         def solve(warm: FloatArray | None) -> market.MarketSolution:

@@ -115,9 +115,10 @@ class TypedShockwave(TypedAllocationPolicy):
     The parameters are the homogeneous policy's of the same names
     (:class:`~shockwave.policies.shockwave.Shockwave`: same checks; its ``milp`` backend,
     finish-time correction, owed rounds and absolute fairness clock have no typed form: the typed
-    round mechanism carries what each job is owed). Three defaults differ, chosen on tuning
+    round mechanism carries what each job is owed). Four defaults differ, chosen on tuning
     traces only (``docs/market.md``, "The policy on GPU types"): ``planning_rounds = 1``,
-    ``gang_budgets = False`` and ``progress_offsets = False``. Two more parameters:
+    ``gang_budgets = False``, ``remaining_exponent = 0`` and ``progress_offsets = False``. Two
+    more parameters:
 
     Attributes:
         progress_offsets: utilities as the homogeneous market has them, ``c_i + sum v x`` with
@@ -137,7 +138,7 @@ class TypedShockwave(TypedAllocationPolicy):
     planning_rounds: int = 1
     makespan_weight: float = 0.5
     critical_window_rounds: float = 1.0
-    remaining_exponent: float = 2.0
+    remaining_exponent: float = 0.0
     fairness_exponent: float = 0.0
     rho_max: float = 1.0
     estimator: Estimator = "markov"

@@ -291,9 +291,8 @@ impl InteriorPoint {
         best: &mut Incumbent,
         simd: bool,
     ) -> Run {
-        // (the typed passes run their rounds' types unrolled, in scalar code: no AVX2 copy)
         #[cfg(target_arch = "x86_64")]
-        if simd && inst.types == 1 && std::arch::is_x86_feature_detected!("avx2") {
+        if simd && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2, checked just above.
             #[allow(unsafe_code)]
             return unsafe { self.run_avx2(inst, start, tol, max_iter, best) };
@@ -317,15 +316,12 @@ impl InteriorPoint {
         max_iter: usize,
         best: &mut Incumbent,
     ) -> Run {
-        if inst.rounds == FIXED_WIDTH {
-            self.run_width::<FIXED_WIDTH, 1>(inst, start, tol, max_iter, best)
-        } else {
-            self.run_width::<0, 1>(inst, start, tol, max_iter, best)
-        }
+        self.run_fixed(inst, start, tol, max_iter, best)
     }
 
     /// The row loops are compiled for a fixed window of [`FIXED_WIDTH`] rounds (unrolled whole)
-    /// when the market has that many.
+    /// when the market has that many (with one GPU type or three; the other numbers of types
+    /// run their window's length as read).
     #[inline(always)]
     fn run_fixed(
         &mut self,
@@ -341,6 +337,9 @@ impl InteriorPoint {
             }
             1 => self.run_width::<0, 1>(inst, start, tol, max_iter, best),
             2 => self.run_width::<0, 2>(inst, start, tol, max_iter, best),
+            3 if inst.rounds == FIXED_WIDTH => {
+                self.run_width::<FIXED_WIDTH, 3>(inst, start, tol, max_iter, best)
+            }
             3 => self.run_width::<0, 3>(inst, start, tol, max_iter, best),
             4 => self.run_width::<0, 4>(inst, start, tol, max_iter, best),
             5 => self.run_width::<0, 5>(inst, start, tol, max_iter, best),
@@ -406,7 +405,7 @@ impl InteriorPoint {
             // The same sums in the same order as `prepare`, so the same bits either way.
             let light = self.pending.is_some() && self.predicted_complementarity <= certify_below;
             let total = if light {
-                self.apply_pending::<K>(inst);
+                self.apply_pending::<W, K>(inst);
                 self.complementarity::<W, K>(inst)
             } else {
                 self.prepare::<W, K>(inst)
@@ -485,7 +484,7 @@ impl InteriorPoint {
                 mu_start *= 10.0;
             }
         }
-        self.apply_pending::<K>(inst);
+        self.apply_pending::<W, K>(inst);
         if best.offer(inst, &self.e.x, &self.t.p) <= tol {
             stop = SolverStatus::Converged;
         }
@@ -655,7 +654,7 @@ impl InteriorPoint {
         if K == 1 {
             self.central_point_scalar::<W>(inst, mu, utilities);
         } else {
-            self.central_point_typed::<K>(inst, mu, utilities);
+            self.central_point_typed::<W, K>(inst, mu, utilities);
         }
     }
 
@@ -664,7 +663,7 @@ impl InteriorPoint {
         if K == 1 {
             self.prepare_scalar::<W>(inst)
         } else {
-            self.prepare_typed::<K>(inst)
+            self.prepare_typed::<W, K>(inst)
         }
     }
 
@@ -673,16 +672,16 @@ impl InteriorPoint {
         if K == 1 {
             self.complementarity_scalar::<W>(inst)
         } else {
-            self.complementarity_typed::<K>(inst)
+            self.complementarity_typed::<W, K>(inst)
         }
     }
 
     #[inline(always)]
-    fn apply_pending<const K: usize>(&mut self, inst: &Instance) {
+    fn apply_pending<const W: usize, const K: usize>(&mut self, inst: &Instance) {
         if K == 1 {
             self.apply_pending_scalar(inst);
         } else {
-            self.apply_pending_typed::<K>(inst);
+            self.apply_pending_typed::<W, K>(inst);
         }
     }
 
@@ -695,7 +694,7 @@ impl InteriorPoint {
         if K == 1 {
             self.back_substitute_scalar::<W>(inst, pass)
         } else {
-            self.back_substitute_typed::<K>(inst, pass)
+            self.back_substitute_typed::<W, K>(inst, pass)
         }
     }
 }
@@ -717,7 +716,7 @@ fn goods<const W: usize, const K: usize>(inst: &Instance) -> usize {
     if K == 1 {
         width::<W>(inst)
     } else {
-        inst.rounds * K
+        width::<W>(inst) * K
     }
 }
 

@@ -61,7 +61,7 @@ use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_dot, lane_sum, row, row_mut};
 use super::row_inverse::{dominant_entry, subtract_outer_products};
 use super::state::{Limits, Pass, PassResult, Pending};
-use super::{live, InteriorPoint, NONE, SCHUR_BLOCK};
+use super::{live, width, InteriorPoint, NONE, SCHUR_BLOCK};
 
 /// The `K` rows (one per type) of a type-major row of `K rounds` entries.
 #[inline(always)]
@@ -272,8 +272,11 @@ impl InteriorPoint {
     /// The total complementarity `sum x z + sum y v + s p + r beta`, summed as
     /// [`Self::prepare_typed`] sums it.
     #[inline(always)]
-    pub(super) fn complementarity_typed<const K: usize>(&mut self, inst: &Instance) -> f64 {
-        let rounds = inst.rounds;
+    pub(super) fn complementarity_typed<const W: usize, const K: usize>(
+        &mut self,
+        inst: &Instance,
+    ) -> f64 {
+        let rounds = width::<W>(inst);
         let goods = rounds * K;
         let (e, b, t) = (&self.e, &self.b, &self.t);
         let (comp_x, comp_y) = (&mut self.w.c1[..rounds], &mut self.w.c3[..rounds]);
@@ -310,8 +313,13 @@ impl InteriorPoint {
     /// Apply the pending step to job `k`'s rows: `dz` and `dv` are recomputed from the stored
     /// corrector terms exactly as the corrector pass computed them.
     #[inline(always)]
-    fn update_typed<const K: usize>(&mut self, inst: &Instance, k: usize, step: Pending) {
-        let rounds = inst.rounds;
+    fn update_typed<const W: usize, const K: usize>(
+        &mut self,
+        inst: &Instance,
+        k: usize,
+        step: Pending,
+    ) {
+        let rounds = width::<W>(inst);
         let goods = rounds * K;
         let e = &mut self.e;
         let (ix, cxi, dx) = (
@@ -342,11 +350,11 @@ impl InteriorPoint {
 
     /// Apply the pending step, if any, in a pass of its own.
     #[inline(always)]
-    pub(super) fn apply_pending_typed<const K: usize>(&mut self, inst: &Instance) {
+    pub(super) fn apply_pending_typed<const W: usize, const K: usize>(&mut self, inst: &Instance) {
         if let Some(step) = self.pending.take() {
             self.apply_pending_scalars(inst, step);
             for k in 0..inst.buyers() {
-                self.update_typed::<K>(inst, k, step);
+                self.update_typed::<W, K>(inst, k, step);
             }
         }
     }
@@ -356,8 +364,8 @@ impl InteriorPoint {
     /// the `T K` goods) and the price right-hand sides of `h0` and `h_tau`. Returns the total
     /// complementarity.
     #[inline(always)]
-    pub(super) fn prepare_typed<const K: usize>(&mut self, inst: &Instance) -> f64 {
-        let rounds = inst.rounds;
+    pub(super) fn prepare_typed<const W: usize, const K: usize>(&mut self, inst: &Instance) -> f64 {
+        let rounds = width::<W>(inst);
         let goods = rounds * K;
         let pending = self.pending.take();
         if let Some(step) = pending {
@@ -372,7 +380,7 @@ impl InteriorPoint {
         let mut entry_total = 0.0;
         for k in 0..inst.buyers() {
             if let Some(step) = pending {
-                self.update_typed::<K>(inst, k, step);
+                self.update_typed::<W, K>(inst, k, step);
             }
             let (e, b, t, w, kk) = (
                 &mut self.e,
@@ -436,9 +444,10 @@ impl InteriorPoint {
                 comp_y[tt] = y[tt] * v[tt];
                 let round = Round::new(&at_a, zeta_inv, eta);
                 q[tt] = round.q();
+                let inv_ops = 1.0 / round.ops;
                 for j in 0..K {
                     rho[j][tt] = round.rho[j];
-                    hata[j][tt] = zeta_inv[j] * round.rho[j] / round.ops;
+                    hata[j][tt] = zeta_inv[j] * round.rho[j] * inv_ops;
                 }
                 eta_r[tt] = eta;
                 ops_r[tt] = round.ops;
@@ -589,12 +598,12 @@ impl InteriorPoint {
 
     /// [`Self::back_substitute_scalar`] with GPU types.
     #[inline(always)]
-    pub(super) fn back_substitute_typed<const K: usize>(
+    pub(super) fn back_substitute_typed<const W: usize, const K: usize>(
         &mut self,
         inst: &Instance,
         pass: Pass,
     ) -> PassResult {
-        let rounds = inst.rounds;
+        let rounds = width::<W>(inst);
         let goods = rounds * K;
         let (e, b, t, w, kk) = (&mut self.e, &mut self.b, &mut self.t, &mut self.w, &self.k);
         t.flow.fill(0.0);

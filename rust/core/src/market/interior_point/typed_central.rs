@@ -11,7 +11,7 @@
 
 use super::super::instance::{best_per_round, Instance};
 use super::super::linalg::lanes::{row, row_mut};
-use super::InteriorPoint;
+use super::{width, InteriorPoint};
 
 /// Newton steps on a round's level before giving up on more accuracy.
 const LEVEL_STEPS: usize = 100;
@@ -19,13 +19,13 @@ const LEVEL_STEPS: usize = 100;
 impl InteriorPoint {
     /// [`Self::central_point_scalar`] with GPU types.
     #[inline(always)]
-    pub(super) fn central_point_typed<const K: usize>(
+    pub(super) fn central_point_typed<const W: usize, const K: usize>(
         &mut self,
         inst: &Instance,
         mu: f64,
         utilities: &[f64],
     ) {
-        let rounds = inst.rounds;
+        let rounds = width::<W>(inst);
         let types = K;
         let goods = rounds * types;
         let (e, b, t, kk) = (&mut self.e, &mut self.b, &self.t, &mut self.k);
@@ -59,7 +59,7 @@ impl InteriorPoint {
                 b.beta[k] = 0.0;
             }
         }
-        self.central_slacks::<0, K>(inst, mu);
+        self.central_slacks::<W, K>(inst, mu);
     }
 }
 
@@ -176,15 +176,17 @@ impl Response<'_> {
             return (0.0, 0.0);
         }
         let base = highest.max(0.0);
+        let inv_mu = 1.0 / mu;
         // H(delta) and H'(delta); a term at the base contributes mu (and nothing to H')
         let value = |delta: f64| -> (f64, f64) {
             let mut h = -delta;
             let mut dh = -1.0;
             let mut term = |d: f64| {
                 if d > 0.0 {
-                    let s = d + delta;
-                    h += mu * delta / s;
-                    dh += mu * d / (s * s);
+                    // one division: the share mu / s, and its terms of H and H'
+                    let share = mu / (d + delta);
+                    h += share * delta;
+                    dh += share * share * (d * inv_mu);
                 } else {
                     h += mu;
                 }

@@ -349,11 +349,9 @@ impl ProportionalResponse {
                     for k in 0..types {
                         let g = k * rounds + t;
                         if a[g] > 0.0 {
-                            // one division: x = b / price, and its slope -x / price
-                            let inverse = 1.0 / (n * self.lambda[g] + mu);
-                            let x = bids[g] * inverse;
-                            d += x;
-                            slope -= x * inverse;
+                            let price = n * self.lambda[g] + mu;
+                            d += bids[g] / price;
+                            slope -= bids[g] / (price * price);
                         }
                     }
                     (d - 1.0, slope)

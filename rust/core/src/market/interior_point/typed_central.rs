@@ -176,17 +176,15 @@ impl Response<'_> {
             return (0.0, 0.0);
         }
         let base = highest.max(0.0);
-        let inv_mu = 1.0 / mu;
         // H(delta) and H'(delta); a term at the base contributes mu (and nothing to H')
         let value = |delta: f64| -> (f64, f64) {
             let mut h = -delta;
             let mut dh = -1.0;
             let mut term = |d: f64| {
                 if d > 0.0 {
-                    // one division: the share mu / s, and its terms of H and H'
-                    let share = mu / (d + delta);
-                    h += share * delta;
-                    dh += share * share * (d * inv_mu);
+                    let s = d + delta;
+                    h += mu * delta / s;
+                    dh += mu * d / (s * s);
                 } else {
                     h += mu;
                 }

@@ -95,8 +95,11 @@ def test_reproduce_table_lists_every_policy_and_a_refusal(tmp_path: Path) -> Non
 
 
 def test_reproduce_adds_adapting_sets_on_unseen_seeds_under_the_exact_mechanics(
-    throughputs: str,
+    throughputs: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the sets' construction, on small sizes (the real sizes take half a minute to draw)
+    monkeypatch.setattr(reproduce, "QUICK_JOBS", {"static-12": 12, "static-36": 12})
+    monkeypatch.setattr(reproduce, "QUICK_ADAPTING", {"adapting-12": 12})
     sets = reproduce.workloads(throughputs, None, full=False)
     adapting = {name: s for name, s in sets.items() if name.startswith("adapting-12")}
     assert sorted(adapting) == [f"adapting-12 s{seed}" for seed in reproduce.ADAPTING_SEEDS]

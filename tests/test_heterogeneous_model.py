@@ -171,7 +171,7 @@ def test_the_command_line_runs_the_exact_mechanics_on_a_typed_cluster(
     [
         (["--cluster", "v100:4,a100:4", "--policy", "gavel"], "GPU type 'a100'"),
         (["--cluster", "v100:4", "--gpus", "4", "--policy", "gavel"], "either --gpus"),
-        (["--cluster", "v100:4", "--policy", "shockwave"], "not available on a heterogeneous"),
+        (["--cluster", "v100:4", "--policy", "allox-agnostic"], "not available on a heterogeneous"),
         (["--cluster", "v100:4", "--mechanics", "exact", "--policy", "gandiva"], "mechanics only"),
         (["--cluster", "v100:4", "--restart-penalty-seconds", "5", "--policy", "gavel"], "exact"),
         (["--cluster", "v100:x", "--policy", "gavel"], "count must be a positive integer"),

@@ -3,8 +3,11 @@
 ``data/market_single_type_bits.json`` holds, for every case below, a SHA-256 digest of what
 ``market.solve`` returned (shares, prices, utilities, bids, objective, dual bound, gap, iteration
 counts, status) and of ``market.round_schedule`` of its shares, as computed by commit a1f77fc
-(the last one with a single GPU type). Markets come from a SplitMix64 stream written out here
-(the same numbers on every platform and numpy version). Recorded with::
+(the last one with a single GPU type), on an AVX-512 machine; ``market_single_type_bits.avx2.json``
+holds the same cases computed on an AVX2 machine (2026-12-02, by a build whose one-type digests
+equal 62fc0a5's on all 91 cases): the markets' numbers come from a SplitMix64 stream written out
+here, but some go through numpy's ``exp`` and ``log``, whose last bits depend on the CPU
+(``tests/golden_platform.py``). Recorded with::
 
     SHOCKWAVE_RECORD_BITS=1 python -m pytest tests/test_market_single_type_bits.py
 
@@ -25,8 +28,12 @@ import numpy as np
 import pytest
 
 from shockwave import market
+from tests.golden_platform import golden_path, record_path
 
-RECORD = Path(__file__).parent / "data" / "market_single_type_bits.json"
+DATA = Path(__file__).parent / "data"
+#: the record this machine compares against (per CPU class: ``tests/golden_platform.py``; the
+#: markets' budgets go through numpy's ``exp`` and ``log``, whose last bits depend on the CPU)
+RECORD = golden_path(DATA, "market_single_type_bits", ".json")
 MASK = (1 << 64) - 1
 
 
@@ -166,12 +173,14 @@ def name(case: tuple[int, int, int, int, float, str]) -> str:
 
 
 def test_record_covers_every_case() -> None:
+    record = RECORD
     if os.environ.get("SHOCKWAVE_RECORD_BITS"):
-        RECORD.write_text(
+        record = record_path(DATA, "market_single_type_bits", ".json")
+        record.write_text(
             json.dumps({name(c): run(c, typed=False) for c in CASES}, indent=1, sort_keys=True)
             + "\n"
         )
-    assert sorted(json.loads(RECORD.read_text())) == sorted(name(c) for c in CASES)
+    assert sorted(json.loads(record.read_text())) == sorted(name(c) for c in CASES)
 
 
 @pytest.mark.parametrize("typed", [False, True], ids=["N_T", "N_T_1"])

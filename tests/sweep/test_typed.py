@@ -208,8 +208,8 @@ _TRACE = f'[[traces]]\npath = "small.trace"\nthroughputs = "{THROUGHPUTS}"\n'
             ["mechanics", "Gavel's mechanics only"],
         ),
         (  # a policy the typed simulator does not have
-            f'policies = ["gavel", "shockwave"]\n{_TRACE}cluster = "v100:2"\n',
-            ["policies[1]", "'shockwave'", "not available on a heterogeneous cluster"],
+            f'policies = ["gavel", "allox-agnostic"]\n{_TRACE}cluster = "v100:2"\n',
+            ["policies[1]", "'allox-agnostic'", "not available on a heterogeneous cluster"],
         ),
         (
             f'policies = ["gavel"]\n[params.gavel]\nx = 1\n{_TRACE}cluster = "v100:2"\n',

@@ -47,6 +47,28 @@ if os.environ.get("SHOCKWAVE_SOURCE_TREE"):
                 "the installed package from a copy of the tests"
             )
 
+#: Test modules that start real training processes or a Ray instance: under ``pytest -n auto
+#: --dist loadgroup`` they share one worker (one after another), so that two of them never compete
+#: for this machine's cores (their runs have wall-clock rounds) while the other workers run the
+#: rest of the suite.
+REAL_PROCESS_MODULES = frozenset(
+    {
+        "test_runtime_real.py",
+        "test_runtime_trust.py",
+        "test_runtime_typed.py",
+        "test_runtime_generate.py",
+        "test_ray.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the tests of :data:`REAL_PROCESS_MODULES` in one ``xdist_group``."""
+    for item in items:
+        if item.path.name in REAL_PROCESS_MODULES:
+            item.add_marker(pytest.mark.xdist_group("real_processes"))
+
+
 settings.register_profile("deterministic", derandomize=True)
 settings.register_profile("explore", derandomize=False, max_examples=1000)
 settings.register_profile("fuzz", derandomize=False, max_examples=1000, deadline=None)

@@ -53,7 +53,7 @@ from shockwave.policies.shockwave.fairness import (
     FinishTimeTargets,
     fairness_boost,
 )
-from shockwave.policies.shockwave.plan import Plan, PlanningStats
+from shockwave.policies.shockwave.plan import Plan, PlanningStats, RoundedSchedule
 from shockwave.policies.shockwave.saved_state import (
     models_data,
     models_of,
@@ -266,8 +266,7 @@ class Shockwave(RoundPolicy):
         stale = (
             plan is None
             or self._set_changed
-            or state.round_index - plan.round_index
-            >= min(self.replan_period, plan.schedule.shape[1])
+            or state.round_index - plan.round_index >= min(self.replan_period, plan.rounded.rounds)
         )
         if stale:
             plan = self._replan(state, models)
@@ -328,12 +327,12 @@ class Shockwave(RoundPolicy):
         plan = self._plan
         if plan is None or plan.paced is None or plan.job_ids.size == 0:
             return
-        elapsed = min(state.round_index - plan.round_index, plan.schedule.shape[1])
+        elapsed = min(state.round_index - plan.round_index, plan.rounded.rounds)
         if elapsed <= 0:
             return
         rows = positions_of(state.job_ids, plan.job_ids)
         alive = rows >= 0
-        balance = (plan.paced[:, :elapsed] - plan.schedule[:, :elapsed]).sum(axis=1)
+        balance = (plan.paced[:, :elapsed] - plan.rounded.first(elapsed)).sum(axis=1)
         positions = state.positions[rows[alive]]
         self._owed[positions] = np.clip(
             self._owed[positions] + balance[alive], -1.0, self.max_owed_rounds
@@ -346,7 +345,7 @@ class Shockwave(RoundPolicy):
         if state.num_active == 0:
             empty = np.zeros(0, dtype=np.int64)
             none = np.zeros(0, dtype=np.float64)
-            schedule = np.zeros((0, t_rounds), dtype=bool)
+            schedule = RoundedSchedule(np.zeros((0, t_rounds), dtype=bool))
             return Plan(state.round_index, empty, schedule, empty, none, none, none, None)
         tau = state.round_seconds
         prediction = models.predict(t_rounds, tau, job_ids=state.job_ids)
@@ -414,7 +413,8 @@ class Shockwave(RoundPolicy):
         in the GPUs still free.
         """
         rows = positions_of(state.job_ids, plan.job_ids)  # state index of each plan row, -1 if gone
-        column = plan.schedule[:, state.round_index - plan.round_index]
+        elapsed = state.round_index - plan.round_index
+        column = plan.rounded.first(elapsed + 1)[:, elapsed]
         chosen = rows[column & (rows >= 0)]
         free = state.gpus - int(state.gang_size[chosen].sum())
         if free <= 0:

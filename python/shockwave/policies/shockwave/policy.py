@@ -142,6 +142,11 @@ class Shockwave(RoundPolicy):
     _known_mask: npt.NDArray[np.bool_] = field(
         default_factory=lambda: np.zeros(0, dtype=bool), init=False, repr=False
     )
+    #: per workload position, the bits of the epochs done and the batch size last told to the
+    #: adaptation model (-1: nothing yet); not saved: after a restore every job is told again
+    _observed: IntArray = field(
+        default_factory=lambda: np.zeros((0, 2), dtype=np.int64), init=False, repr=False
+    )
     _set_changed: bool = field(default=True, init=False, repr=False)
     stats: PlanningStats = field(default_factory=lambda: PlanningStats(), init=False, repr=False)
 
@@ -215,6 +220,7 @@ class Shockwave(RoundPolicy):
         self._owed = np.zeros(0)
         self._known = {}
         self._known_mask = np.zeros(0, dtype=bool)
+        self._observed = np.zeros((0, 2), dtype=np.int64)
         self._set_changed = True
         self.stats = PlanningStats()
 
@@ -254,6 +260,7 @@ class Shockwave(RoundPolicy):
         saved.done()
         self._models, self._targets, self._plan = models, targets, plan
         self._owed, self._known_mask = owed, mask
+        self._observed = np.full((owed.shape[0], 2), -1, dtype=np.int64)
         self._known = dict(zip(ids.tolist(), positions.tolist(), strict=True))
         self._set_changed = set_changed
         self.stats = stats
@@ -282,6 +289,7 @@ class Shockwave(RoundPolicy):
             self._targets = FinishTimeTargets(len(state.workload), self.fairness_clock)
             self._owed = np.zeros(len(state.workload))
             self._known_mask = np.zeros(len(state.workload), dtype=bool)
+            self._observed = np.full((len(state.workload), 2), -1, dtype=np.int64)
         models = self._models
         known, mask = self._known, self._known_mask
         for job_id in state.completed.tolist():
@@ -303,7 +311,12 @@ class Shockwave(RoundPolicy):
         if state.num_active == 0:
             return models
         done = np.minimum(state.epoch_progress, state.num_epochs.astype(np.float64))
-        models.observe(state.job_ids, done, state.batch_size)
+        # An update that repeats what the model holds changes nothing (and keeps the job's
+        # memoised prediction): tell it only the jobs whose progress or batch size changed.
+        now = np.column_stack([done.view(np.int64), state.batch_size])
+        told = (self._observed[state.positions] != now).any(axis=1)
+        models.observe(state.job_ids[told], done[told], state.batch_size[told])
+        self._observed[state.positions[told]] = now[told]
         self._observe_throughput(state, models)
         return models
 

@@ -405,6 +405,10 @@ class JobModels:
     ) -> Prediction:
         """Predict remaining runtimes and valuations (the GIL is released meanwhile).
 
+        A job whose state has not changed since its last prediction for the same estimator,
+        window and round length is answered from that prediction, kept with the job (a memo,
+        not part of :meth:`to_bytes`); every answer is bit for bit a fresh prediction's.
+
         Args:
             num_rounds: ``T``, rounds in the planning window (>= 0).
             round_seconds: length of a round, seconds.

@@ -484,7 +484,7 @@ impl PyJobModels {
 
     #[pyo3(signature = (num_rounds, round_seconds, estimator, job_ids = None))]
     fn predict(
-        &self,
+        &mut self,
         py: Python<'_>,
         num_rounds: usize,
         round_seconds: f64,
@@ -494,7 +494,7 @@ impl PyJobModels {
         guarded(|| {
             let estimator: Estimator = estimator.parse()?;
             let ids: Option<Vec<i64>> = job_ids.as_ref().map(to_vec);
-            let inner = &self.inner;
+            let inner = &mut self.inner;
             let prediction =
                 py.detach(|| inner.predict(ids.as_deref(), estimator, num_rounds, round_seconds))?;
             let n = prediction.job_ids.len();

@@ -29,7 +29,7 @@ from shockwave.policies.shockwave.budgets import market_budgets
 from shockwave.policies.shockwave.correction import correct_plan, required_rounds
 from shockwave.policies.shockwave.fairness import FinishTimeTargets
 from shockwave.policies.shockwave.milp import MilpInputs, plan_milp
-from shockwave.policies.shockwave.plan import Plan, PlanningStats
+from shockwave.policies.shockwave.plan import Plan, PlanningStats, RoundedSchedule
 from shockwave.scheduling import ClusterState
 
 FloatArray = npt.NDArray[np.float64]
@@ -81,13 +81,13 @@ class BackendPlan:
     """A backend's answer.
 
     Attributes:
-        schedule: ``(N, T)`` booleans, ``True`` where the job holds its gang in the round.
+        schedule: the ``(N, T)`` schedule, ``True`` where the job holds its gang in the round.
         budgets: each job's market budget (``milp``: its objective weight).
         solution: the market solution (``None`` for the ``milp`` backend).
         paced: the shares the schedule was rounded from (``None`` for the ``milp`` backend).
     """
 
-    schedule: npt.NDArray[np.bool_]
+    schedule: RoundedSchedule
     budgets: FloatArray
     solution: market.MarketSolution | None = None
     paced: FloatArray | None = None
@@ -182,10 +182,12 @@ class MarketBackend(PlanningBackend):
             shares = fixed.shares
         paced = paced_shares(shares, prediction.valuations)
         paced[step.stalled, 0] = 1.0
-        schedule = market.round_schedule(
-            paced, state.gang_size, float(state.gpus), deficit=step.owed
+        return BackendPlan(
+            rounded_lazily(paced, state.gang_size.copy(), float(state.gpus), step.owed),
+            budgets,
+            solution,
+            paced,
         )
-        return BackendPlan(schedule, budgets, solution, paced)
 
 
 @dataclass(frozen=True)
@@ -229,7 +231,7 @@ class MilpBackend(PlanningBackend):
         )
         stats.solves += 1
         stats.milp_paths[plan.path] = stats.milp_paths.get(plan.path, 0) + 1
-        return BackendPlan(plan.schedule, step.boost)
+        return BackendPlan(RoundedSchedule(plan.schedule), step.boost)
 
 
 def _warm_start(step: PlanningStep, budgets: FloatArray) -> FloatArray | None:
@@ -261,6 +263,21 @@ def record_solve(solution: market.MarketSolution, stats: PlanningStats) -> None:
     stats.not_converged += int(not solution.converged)
     if not solution.converged:
         record_miss(solution, stats)
+
+
+def rounded_lazily(
+    paced: FloatArray, gang_size: npt.NDArray[np.int64], gpus: float, owed: FloatArray
+) -> RoundedSchedule:
+    """The schedule of ``paced`` shares (:func:`shockwave.market.round_schedule` with the rounds
+    each job is owed): its first round now, the whole window when a later round is read
+    (:class:`~shockwave.policies.shockwave.plan.RoundedSchedule`). The arrays are kept, not
+    copied: the caller hands over ones it no longer changes."""
+
+    def whole() -> npt.NDArray[np.bool_]:
+        return market.round_schedule(paced, gang_size, gpus, deficit=owed)
+
+    head = market.round_schedule(paced[:, :1], gang_size, gpus, deficit=owed)
+    return RoundedSchedule(head, (paced.shape[1], whole))
 
 
 def paced_shares(shares: FloatArray, valuations: FloatArray) -> FloatArray:

@@ -3,6 +3,7 @@ backends)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,6 +13,7 @@ from shockwave import market
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass
@@ -49,6 +51,41 @@ class PlanningStats:
     planning_seconds: list[float] = field(default_factory=list)
 
 
+class RoundedSchedule:
+    """A plan's ``(N, T)`` whole-gang schedule, rounded only as far as it is read.
+
+    The rounding (:func:`shockwave.market.round_schedule`) fills the rounds in order, and round
+    ``t`` depends only on the shares, deficits and supply of rounds ``0..t``: the first rounds of
+    the window rounded alone are the first columns of the whole window rounded. A policy that
+    re-plans every round reads only the first column of each plan, so the planner rounds that
+    and keeps a function that rounds the whole window, called the first time a later column (or
+    the whole schedule: a checkpoint, an inspection) is read. What is read is always the whole
+    rounding's bits.
+
+    Args:
+        head: ``(N, h)`` the first ``h >= 1`` rounds, rounded (the whole schedule when ``whole``
+            is not given).
+        whole: ``(T, f)``: the window's rounds and a function that rounds the whole window.
+    """
+
+    def __init__(
+        self, head: BoolArray, whole: tuple[int, Callable[[], BoolArray]] | None = None
+    ) -> None:
+        self.rounds: int = head.shape[1] if whole is None else whole[0]
+        self._head = head
+        self._whole = None if whole is None else whole[1]
+
+    def first(self, count: int) -> BoolArray:
+        """The schedule of the window's first ``count`` rounds, ``(N, count)``."""
+        if count > self._head.shape[1] and self._whole is not None:
+            self._head, self._whole = self._whole(), None
+        return self._head[:, :count]
+
+    def whole(self) -> BoolArray:
+        """The whole schedule, ``(N, T)``."""
+        return self.first(self.rounds)
+
+
 @dataclass
 class Plan:
     """A solved plan: which job runs in which of the next rounds.
@@ -56,7 +93,7 @@ class Plan:
     Attributes:
         round_index: the round the plan starts at.
         job_ids: the planned jobs (rows).
-        schedule: ``(N, T)`` booleans, ``True`` where the job holds its gang in the round.
+        rounded: the schedule (:attr:`schedule`), rounded as far as it was read.
         backfill_order: job ids, longest expected remaining runtime first.
         remaining_seconds: each job's expected remaining runtime, seconds.
         rho_hat: each job's projected finish-time ratio.
@@ -68,10 +105,15 @@ class Plan:
 
     round_index: int
     job_ids: IntArray
-    schedule: npt.NDArray[np.bool_]
+    rounded: RoundedSchedule
     backfill_order: IntArray
     remaining_seconds: FloatArray
     rho_hat: FloatArray
     budgets: FloatArray
     solution: market.MarketSolution | None
     paced: FloatArray | None = None
+
+    @property
+    def schedule(self) -> BoolArray:
+        """``(N, T)`` booleans, ``True`` where the job holds its gang in the round."""
+        return self.rounded.whole()

@@ -53,7 +53,7 @@ from shockwave.policies.shockwave.fairness import (
     FinishTimeTargets,
     fairness_boost,
 )
-from shockwave.policies.shockwave.plan import Plan, PlanningStats
+from shockwave.policies.shockwave.plan import Plan, PlanningStats, RoundedSchedule
 from shockwave.policies.shockwave.saved_state import (
     models_data,
     models_of,
@@ -142,6 +142,11 @@ class Shockwave(RoundPolicy):
     _known_mask: npt.NDArray[np.bool_] = field(
         default_factory=lambda: np.zeros(0, dtype=bool), init=False, repr=False
     )
+    #: per workload position, the bits of the epochs done and the batch size last told to the
+    #: adaptation model (-1: nothing yet); not saved: after a restore every job is told again
+    _observed: IntArray = field(
+        default_factory=lambda: np.zeros((0, 2), dtype=np.int64), init=False, repr=False
+    )
     _set_changed: bool = field(default=True, init=False, repr=False)
     stats: PlanningStats = field(default_factory=lambda: PlanningStats(), init=False, repr=False)
 
@@ -215,6 +220,7 @@ class Shockwave(RoundPolicy):
         self._owed = np.zeros(0)
         self._known = {}
         self._known_mask = np.zeros(0, dtype=bool)
+        self._observed = np.zeros((0, 2), dtype=np.int64)
         self._set_changed = True
         self.stats = PlanningStats()
 
@@ -254,6 +260,7 @@ class Shockwave(RoundPolicy):
         saved.done()
         self._models, self._targets, self._plan = models, targets, plan
         self._owed, self._known_mask = owed, mask
+        self._observed = np.full((owed.shape[0], 2), -1, dtype=np.int64)
         self._known = dict(zip(ids.tolist(), positions.tolist(), strict=True))
         self._set_changed = set_changed
         self.stats = stats
@@ -266,8 +273,7 @@ class Shockwave(RoundPolicy):
         stale = (
             plan is None
             or self._set_changed
-            or state.round_index - plan.round_index
-            >= min(self.replan_period, plan.schedule.shape[1])
+            or state.round_index - plan.round_index >= min(self.replan_period, plan.rounded.rounds)
         )
         if stale:
             plan = self._replan(state, models)
@@ -283,6 +289,7 @@ class Shockwave(RoundPolicy):
             self._targets = FinishTimeTargets(len(state.workload), self.fairness_clock)
             self._owed = np.zeros(len(state.workload))
             self._known_mask = np.zeros(len(state.workload), dtype=bool)
+            self._observed = np.full((len(state.workload), 2), -1, dtype=np.int64)
         models = self._models
         known, mask = self._known, self._known_mask
         for job_id in state.completed.tolist():
@@ -304,7 +311,12 @@ class Shockwave(RoundPolicy):
         if state.num_active == 0:
             return models
         done = np.minimum(state.epoch_progress, state.num_epochs.astype(np.float64))
-        models.observe(state.job_ids, done, state.batch_size)
+        # An update that repeats what the model holds changes nothing (and keeps the job's
+        # memoised prediction): tell it only the jobs whose progress or batch size changed.
+        now = np.column_stack([done.view(np.int64), state.batch_size])
+        told = (self._observed[state.positions] != now).any(axis=1)
+        models.observe(state.job_ids[told], done[told], state.batch_size[told])
+        self._observed[state.positions[told]] = now[told]
         self._observe_throughput(state, models)
         return models
 
@@ -328,12 +340,12 @@ class Shockwave(RoundPolicy):
         plan = self._plan
         if plan is None or plan.paced is None or plan.job_ids.size == 0:
             return
-        elapsed = min(state.round_index - plan.round_index, plan.schedule.shape[1])
+        elapsed = min(state.round_index - plan.round_index, plan.rounded.rounds)
         if elapsed <= 0:
             return
         rows = positions_of(state.job_ids, plan.job_ids)
         alive = rows >= 0
-        balance = (plan.paced[:, :elapsed] - plan.schedule[:, :elapsed]).sum(axis=1)
+        balance = (plan.paced[:, :elapsed] - plan.rounded.first(elapsed)).sum(axis=1)
         positions = state.positions[rows[alive]]
         self._owed[positions] = np.clip(
             self._owed[positions] + balance[alive], -1.0, self.max_owed_rounds
@@ -346,7 +358,7 @@ class Shockwave(RoundPolicy):
         if state.num_active == 0:
             empty = np.zeros(0, dtype=np.int64)
             none = np.zeros(0, dtype=np.float64)
-            schedule = np.zeros((0, t_rounds), dtype=bool)
+            schedule = RoundedSchedule(np.zeros((0, t_rounds), dtype=bool))
             return Plan(state.round_index, empty, schedule, empty, none, none, none, None)
         tau = state.round_seconds
         prediction = models.predict(t_rounds, tau, job_ids=state.job_ids)
@@ -414,7 +426,8 @@ class Shockwave(RoundPolicy):
         in the GPUs still free.
         """
         rows = positions_of(state.job_ids, plan.job_ids)  # state index of each plan row, -1 if gone
-        column = plan.schedule[:, state.round_index - plan.round_index]
+        elapsed = state.round_index - plan.round_index
+        column = plan.rounded.first(elapsed + 1)[:, elapsed]
         chosen = rows[column & (rows >= 0)]
         free = state.gpus - int(state.gang_size[chosen].sum())
         if free <= 0:

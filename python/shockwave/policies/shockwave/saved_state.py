@@ -26,7 +26,7 @@ from shockwave.adaptation import JobModels
 from shockwave.errors import InputError
 from shockwave.persistence import StateFormatError, StateReader
 from shockwave.policies.shockwave.fairness import FAIRNESS_CLOCKS, FinishTimeTargets
-from shockwave.policies.shockwave.plan import Plan, PlanningStats
+from shockwave.policies.shockwave.plan import Plan, PlanningStats, RoundedSchedule
 
 #: The target arrays of :class:`FinishTimeTargets`, with their dtypes.
 _TARGET_ARRAYS: dict[str, type[np.generic]] = {
@@ -116,7 +116,7 @@ def plan_of(saved: StateReader) -> Plan:
     plan = Plan(
         round_index,
         job_ids,
-        schedule,
+        RoundedSchedule(schedule),
         saved.array("backfill_order", np.int64, (jobs,)),
         saved.array("remaining_seconds", np.float64, (jobs,)),
         saved.array("rho_hat", np.float64, (jobs,)),

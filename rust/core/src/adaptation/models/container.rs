@@ -28,7 +28,28 @@ pub struct Prediction {
     pub num_rounds: usize,
 }
 
+/// A job's latest prediction, kept with what it was asked for: a later request for the same
+/// estimator, window and round length is answered from it as long as the job's state has not
+/// changed since (every change drops it).
+#[derive(Debug, Clone)]
+pub(super) struct Memo {
+    estimator: Estimator,
+    /// `round_seconds` by its bits.
+    round_seconds: u64,
+    mean: f64,
+    std: f64,
+    offset: f64,
+    /// One entry per round of the window (its length is the window's).
+    valuations: Vec<f64>,
+}
+
 /// The adaptation state of every active job, keyed by job id.
+///
+/// A prediction is a function of a job's state, the settings and the request only, so each
+/// job's latest one is kept (a [`Memo`]) and reused until the job's state changes: between two
+/// rounds of a simulation only the jobs that ran (progressed or were measured) are predicted
+/// again, and every answer is bit for bit the one a fresh prediction gives. The memos are not
+/// part of the state's bytes.
 #[derive(Debug, Clone)]
 pub struct JobModels {
     pub(super) settings: ModelSettings,
@@ -36,6 +57,8 @@ pub struct JobModels {
     pub(super) slots: Vec<JobModel>,
     /// Job id of each slot.
     pub(super) slot_ids: Vec<i64>,
+    /// Latest prediction of each slot, while the job's state is unchanged since.
+    pub(super) memos: Vec<Option<Memo>>,
     /// Slot of each job id.
     pub(super) index: IdMap,
     /// The ids held, ascending (a set: adding and removing a job cost `O(log N)`).
@@ -50,6 +73,7 @@ impl JobModels {
             settings,
             slots: Vec::new(),
             slot_ids: Vec::new(),
+            memos: Vec::new(),
             index: IdMap::default(),
             order: BTreeSet::new(),
         })
@@ -104,12 +128,18 @@ impl JobModels {
         }
         let job = JobModel::from_spec(spec)
             .map_err(|e| AdaptationError::new(e.argument, format!("job {job_id}: {}", e.reason)))?;
+        self.insert(job_id, job);
+        Ok(())
+    }
+
+    /// Hold `job` under `job_id` (not held yet).
+    pub(super) fn insert(&mut self, job_id: i64, job: JobModel) {
         let slot = self.slots.len();
         self.slots.push(job);
         self.slot_ids.push(job_id);
+        self.memos.push(None);
         self.index.insert(job_id, slot);
         self.order.insert(job_id);
-        Ok(())
     }
 
     /// Remove a job (on completion).
@@ -119,6 +149,7 @@ impl JobModels {
         self.order.remove(&job_id);
         self.slots.swap_remove(slot);
         self.slot_ids.swap_remove(slot);
+        self.memos.swap_remove(slot);
         // The last slot moved into `slot`.
         let moved = self.slots.len();
         if slot < moved {
@@ -150,7 +181,9 @@ impl JobModels {
         }
         for (slot, update) in valid {
             if let Some(job) = self.slots.get_mut(slot) {
-                job.apply_progress(update);
+                if job.apply_progress(update) {
+                    self.forget(slot);
+                }
             }
         }
         Ok(())
@@ -177,14 +210,26 @@ impl JobModels {
         for (slot, round, regime, seconds) in valid {
             if let Some(job) = self.slots.get_mut(slot) {
                 job.apply_sample(round, regime, seconds, &settings);
+                self.forget(slot);
             }
         }
         Ok(())
     }
 
+    /// Drop the memo of `slot` (its job's state changed).
+    fn forget(&mut self, slot: usize) {
+        if let Some(memo) = self.memos.get_mut(slot) {
+            *memo = None;
+        }
+    }
+
     /// Predict the jobs `job_ids` (all held jobs in ascending id order if `None`).
+    ///
+    /// Jobs whose state has not changed since they were last predicted for the same estimator,
+    /// window and round length are answered from their memo; the others are predicted (over
+    /// worker threads) and memoised.
     pub fn predict(
-        &self,
+        &mut self,
         job_ids: Option<&[i64]>,
         estimator: Estimator,
         num_rounds: usize,
@@ -200,11 +245,11 @@ impl JobModels {
             Some(ids) => ids.to_vec(),
             None => self.job_ids(),
         };
-        let jobs: Vec<&JobModel> = ids
+        let slots: Vec<usize> = ids
             .iter()
-            .map(|&id| self.get(id).ok_or_else(|| unknown_job("job_ids", id)))
+            .map(|&id| self.slot("job_ids", id))
             .collect::<Result<_, _>>()?;
-        let n = jobs.len();
+        let n = slots.len();
         if num_rounds > crate::limits::MAX_ROUNDS {
             return Err(AdaptationError::new(
                 "num_rounds",
@@ -214,87 +259,187 @@ impl JobModels {
                 ),
             ));
         }
+        let what = format!("valuations of {n} jobs x {num_rounds} rounds");
         let cells = n.checked_mul(num_rounds);
         crate::limits::check_memory(
             cells.and_then(|cells| crate::limits::bytes_of(cells, 8)),
-            &format!("valuations of {n} jobs x {num_rounds} rounds"),
+            &what,
         )
         .map_err(|message| AdaptationError::new("num_rounds", message))?;
-        let mut mean = vec![0.0; n];
-        let mut std = vec![0.0; n];
-        let mut offsets = vec![0.0; n];
-        let mut valuations = crate::limits::try_filled(
+        let mut prediction = Prediction {
+            job_ids: ids,
+            mean_seconds: vec![0.0; n],
+            std_seconds: vec![0.0; n],
+            valuations: crate::limits::try_filled(n * num_rounds, 0.0, "num_rounds", &what)?,
+            offsets: vec![0.0; n],
+            num_rounds,
+        };
+        // Rows answered by a memo; the others are predicted below.
+        let mut misses = Vec::new();
+        for (row, &slot) in slots.iter().enumerate() {
+            match self.memos.get(slot).and_then(Option::as_ref) {
+                Some(memo) if memo.answers(estimator, num_rounds, round_seconds) => {
+                    prediction.set_row(row, memo.mean, memo.std, memo.offset, &memo.valuations);
+                }
+                _ => misses.push(row),
+            }
+        }
+        let jobs: Vec<&JobModel> = misses
+            .iter()
+            .map(|&row| {
+                slots
+                    .get(row)
+                    .and_then(|&slot| self.slots.get(slot))
+                    .ok_or_else(|| AdaptationError::new("predict", "inconsistent slots"))
+            })
+            .collect::<Result<_, _>>()?;
+        let fresh = predict_jobs(&jobs, estimator, &self.settings, num_rounds, round_seconds)?;
+        let fresh_rows = fresh.mean.iter().zip(&fresh.std).zip(&fresh.offsets);
+        for (k, (&row, ((&mean, &std), &offset))) in misses.iter().zip(fresh_rows).enumerate() {
+            let values = fresh
+                .valuations
+                .get(k * num_rounds..(k + 1) * num_rounds)
+                .unwrap_or_default();
+            prediction.set_row(row, mean, std, offset, values);
+            let memo = slots.get(row).and_then(|&slot| self.memos.get_mut(slot));
+            if let Some(memo) = memo {
+                *memo = Memo::of(estimator, round_seconds, (mean, std, offset), values);
+            }
+        }
+        Ok(prediction)
+    }
+}
+
+impl Memo {
+    /// Whether this memo answers a request for `estimator`, `num_rounds` and `round_seconds`.
+    fn answers(&self, estimator: Estimator, num_rounds: usize, round_seconds: f64) -> bool {
+        self.estimator == estimator
+            && self.valuations.len() == num_rounds
+            && self.round_seconds == round_seconds.to_bits()
+    }
+
+    /// The memo of one prediction (`None` if its valuations cannot be allocated: the job is
+    /// then predicted again next time).
+    fn of(
+        estimator: Estimator,
+        round_seconds: f64,
+        (mean, std, offset): (f64, f64, f64),
+        valuations: &[f64],
+    ) -> Option<Self> {
+        let mut kept = Vec::new();
+        kept.try_reserve_exact(valuations.len()).ok()?;
+        kept.extend_from_slice(valuations);
+        Some(Self {
+            estimator,
+            round_seconds: round_seconds.to_bits(),
+            mean,
+            std,
+            offset,
+            valuations: kept,
+        })
+    }
+}
+
+impl Prediction {
+    fn set_row(&mut self, row: usize, mean: f64, std: f64, offset: f64, valuations: &[f64]) {
+        let rounds = self.num_rounds;
+        if let (Some(m), Some(s), Some(o), Some(v)) = (
+            self.mean_seconds.get_mut(row),
+            self.std_seconds.get_mut(row),
+            self.offsets.get_mut(row),
+            self.valuations.get_mut(row * rounds..(row + 1) * rounds),
+        ) {
+            (*m, *s, *o) = (mean, std, offset);
+            v.copy_from_slice(valuations);
+        }
+    }
+}
+
+/// Outputs of [`predict_jobs`], one entry (one row of `num_rounds` valuations) per job.
+struct Predicted {
+    mean: Vec<f64>,
+    std: Vec<f64>,
+    offsets: Vec<f64>,
+    valuations: Vec<f64>,
+}
+
+/// Predict `jobs`, split over worker threads (the results do not depend on their number).
+fn predict_jobs(
+    jobs: &[&JobModel],
+    estimator: Estimator,
+    settings: &ModelSettings,
+    num_rounds: usize,
+    round_seconds: f64,
+) -> Result<Predicted, AdaptationError> {
+    let n = jobs.len();
+    let mut out = Predicted {
+        mean: vec![0.0; n],
+        std: vec![0.0; n],
+        offsets: vec![0.0; n],
+        valuations: crate::limits::try_filled(
             n * num_rounds,
             0.0,
             "num_rounds",
             &format!("valuations of {n} jobs x {num_rounds} rounds"),
-        )?;
-        let settings = &self.settings;
-        let threads = thread_count(settings.threads, n);
-        let chunk = n.div_ceil(threads).max(1);
-        // Split the outputs into one disjoint task per thread.
-        let mut tasks = Vec::with_capacity(threads);
-        let (mut j_rest, mut m_rest, mut s_rest, mut o_rest, mut v_rest) = (
-            &jobs[..],
-            &mut mean[..],
-            &mut std[..],
-            &mut offsets[..],
-            &mut valuations[..],
+        )?,
+    };
+    let threads = thread_count(settings.threads, n);
+    let chunk = n.div_ceil(threads).max(1);
+    // Split the outputs into one disjoint task per thread.
+    let mut tasks = Vec::with_capacity(threads);
+    let (mut j_rest, mut m_rest, mut s_rest, mut o_rest, mut v_rest) = (
+        jobs,
+        &mut out.mean[..],
+        &mut out.std[..],
+        &mut out.offsets[..],
+        &mut out.valuations[..],
+    );
+    while !j_rest.is_empty() {
+        let take = chunk.min(j_rest.len());
+        let split = j_rest.split_at_checked(take).zip(
+            m_rest
+                .split_at_mut_checked(take)
+                .zip(s_rest.split_at_mut_checked(take))
+                .zip(o_rest.split_at_mut_checked(take))
+                .zip(v_rest.split_at_mut_checked(take * num_rounds)),
         );
-        while !j_rest.is_empty() {
-            let take = chunk.min(j_rest.len());
-            let split = j_rest.split_at_checked(take).zip(
-                m_rest
-                    .split_at_mut_checked(take)
-                    .zip(s_rest.split_at_mut_checked(take))
-                    .zip(o_rest.split_at_mut_checked(take))
-                    .zip(v_rest.split_at_mut_checked(take * num_rounds)),
-            );
-            let Some(((j, j2), ((((m, m2), (s, s2)), (o, o2)), (v, v2)))) = split else {
-                return Err(AdaptationError::new("predict", "inconsistent output sizes"));
-            };
-            tasks.push(Task {
-                jobs: j,
-                mean: m,
-                std: s,
-                offsets: o,
-                valuations: v,
-            });
-            (j_rest, m_rest, s_rest, o_rest, v_rest) = (j2, m2, s2, o2, v2);
-        }
-        let run = |task: Task<'_, '_>| task.run(estimator, settings, num_rounds, round_seconds);
-        if tasks.len() <= 1 {
-            for task in tasks {
-                run(task)?;
-            }
-        } else {
-            let results: Vec<Result<(), AdaptationError>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = tasks
-                    .into_iter()
-                    .map(|task| scope.spawn(move || run(task)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|handle| {
-                        handle.join().unwrap_or_else(|_| {
-                            Err(AdaptationError::new("predict", "a worker thread failed"))
-                        })
-                    })
-                    .collect()
-            });
-            for result in results {
-                result?;
-            }
-        }
-        Ok(Prediction {
-            job_ids: ids,
-            mean_seconds: mean,
-            std_seconds: std,
-            valuations,
-            offsets,
-            num_rounds,
-        })
+        let Some(((j, j2), ((((m, m2), (s, s2)), (o, o2)), (v, v2)))) = split else {
+            return Err(AdaptationError::new("predict", "inconsistent output sizes"));
+        };
+        tasks.push(Task {
+            jobs: j,
+            mean: m,
+            std: s,
+            offsets: o,
+            valuations: v,
+        });
+        (j_rest, m_rest, s_rest, o_rest, v_rest) = (j2, m2, s2, o2, v2);
     }
+    let run = |task: Task<'_, '_>| task.run(estimator, settings, num_rounds, round_seconds);
+    if tasks.len() <= 1 {
+        for task in tasks {
+            run(task)?;
+        }
+    } else {
+        let results: Vec<Result<(), AdaptationError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = tasks
+                .into_iter()
+                .map(|task| scope.spawn(move || run(task)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| {
+                    handle.join().unwrap_or_else(|_| {
+                        Err(AdaptationError::new("predict", "a worker thread failed"))
+                    })
+                })
+                .collect()
+        });
+        for result in results {
+            result?;
+        }
+    }
+    Ok(out)
 }
 
 pub(super) fn unknown_job(field: &str, job_id: i64) -> AdaptationError {

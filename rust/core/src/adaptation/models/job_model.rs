@@ -244,7 +244,12 @@ impl JobModel {
         })
     }
 
-    pub(super) fn apply_progress(&mut self, update: ValidProgress) {
+    /// Apply a validated update; returns whether the job's state changed (an update that
+    /// repeats the state held changes nothing).
+    pub(super) fn apply_progress(&mut self, update: ValidProgress) -> bool {
+        let changed = update.completed != self.completed
+            || update.fraction.to_bits() != self.fraction.to_bits()
+            || update.current != self.current;
         let new_count = update.completed - self.completed;
         match &update.new_epochs {
             Some(list) => list.iter().for_each(|&regime| self.complete(regime, 1)),
@@ -255,6 +260,7 @@ impl JobModel {
         self.completed = update.completed;
         self.fraction = update.fraction;
         self.current = update.current;
+        changed
     }
 
     /// Append `count` completed epochs at `regime` to the observed sequence.

@@ -86,13 +86,9 @@ impl JobModels {
             if models.index.contains_key(&id) {
                 return Err(r.error(format!("corrupted: job {id} appears twice")));
             }
-            let slot = models.slots.len();
-            models.slots.push(job);
-            models.slot_ids.push(id);
-            models.index.insert(id, slot);
+            models.insert(id, job);
         }
         r.finish()?;
-        models.order = models.slot_ids.iter().copied().collect();
         Ok(models)
     }
 }

@@ -312,6 +312,7 @@ impl InteriorPoint {
     ) -> Run {
         #[cfg(target_arch = "x86_64")]
         if simd && std::arch::is_x86_feature_detected!("avx2") {
+            self.split.avx2 = true;
             // SAFETY: the CPU supports AVX2, checked just above.
             #[allow(unsafe_code)]
             return unsafe { self.run_avx2(inst, start, tol, max_iter, best) };

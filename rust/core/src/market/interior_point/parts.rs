@@ -23,8 +23,9 @@ use super::state::{Buyers, Entries};
 pub(crate) const JOBS_PER_THREAD: usize = 256;
 /// Jobs per chunk with one thread (output rows of `3 x 32 x T` values: 15 KiB at `T = 20`).
 const SERIAL_CHUNK: usize = 32;
-/// Jobs per thread in a chunk with several threads.
-const PARALLEL_CHUNK: usize = 4096;
+/// Jobs per thread in a chunk with several threads (output rows of 480 KiB at `T = 20` with two
+/// threads, within the second-level caches).
+const PARALLEL_CHUNK: usize = 1024;
 /// Per-job scalars a pass leaves for the sums over jobs.
 pub(super) const SCALARS: usize = 8;
 
@@ -38,10 +39,12 @@ pub(super) struct Outputs<V = Vec<f64>> {
     pub(super) scalars: V,
 }
 
-/// How the one-type passes are split: the threads and the chunk length.
+/// How the one-type passes are split: the threads and the chunk length, and whether the CPU has
+/// AVX2 and the solve uses it.
 pub(super) struct Split {
     pub(super) threads: usize,
     pub(super) chunk: usize,
+    pub(super) avx2: bool,
 }
 
 impl Split {
@@ -56,6 +59,7 @@ impl Split {
         Self {
             threads,
             chunk: chunk.min(jobs.max(1)),
+            avx2: false,
         }
     }
 
@@ -276,8 +280,10 @@ impl<'a> Part<'a> {
 }
 
 /// Run `work` on every item, one thread each (the first on the calling thread; an item whose
-/// thread cannot be started also runs there).
-pub(super) fn on_threads<T: Send>(items: Vec<T>, work: impl Fn(T) + Sync) {
+/// thread cannot be started also runs there); with `avx2`, compiled with AVX2 (see
+/// [`with_avx2`]: `work` must be an `#[inline(always)]` closure).
+pub(super) fn on_threads<T: Send>(items: Vec<T>, avx2: bool, work: impl Fn(T) + Sync) {
+    let work = |item: T| with_avx2(avx2, &work, item);
     let mut items = items.into_iter();
     let Some(first) = items.next() else {
         return;
@@ -312,6 +318,52 @@ pub(super) fn on_threads<T: Send>(items: Vec<T>, work: impl Fn(T) + Sync) {
             run(slot);
         }
     });
+}
+
+/// `work(item)`, with `avx2` (set only where the CPU has AVX2) compiled with AVX2 as
+/// [`super::InteriorPoint::run`] compiles the method: wider vectors, the same operations in the
+/// same order, no fused multiply-add, so the same bits. The passes' closures are
+/// `#[inline(always)]`, so that their bodies are compiled into this copy.
+#[inline(always)]
+fn with_avx2<T>(avx2: bool, work: impl FnOnce(T), item: T) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        /// # Safety
+        /// Only on a CPU that supports AVX2.
+        #[allow(unsafe_code)]
+        #[target_feature(enable = "avx2")]
+        unsafe fn copy<T>(work: impl FnOnce(T), item: T) {
+            work(item);
+        }
+        // SAFETY: `avx2` is set only after run-time detection (`InteriorPoint::run`).
+        #[allow(unsafe_code)]
+        unsafe {
+            copy(work, item);
+        }
+        return;
+    }
+    let _ = avx2;
+    work(item);
+}
+
+/// `work` on `values`, or with `private` on private copies of them written back after: threads
+/// whose pieces of a row meet inside a cache line would otherwise contend for that line on
+/// every job.
+#[inline(always)]
+pub(super) fn privately<const P: usize>(
+    private: bool,
+    values: [&mut [f64]; P],
+    work: impl FnOnce([&mut [f64]; P]),
+) {
+    if !private {
+        work(values);
+        return;
+    }
+    let mut copies: [Vec<f64>; P] = values.each_ref().map(|v| v.to_vec());
+    work(copies.each_mut().map(Vec::as_mut_slice));
+    for (value, copy) in values.into_iter().zip(&copies) {
+        value.copy_from_slice(copy);
+    }
 }
 
 /// `threads` runs of consecutive rounds of `0..rounds` (fewer if there are fewer rounds), of

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_dot, lane_sum, row, row_mut};
-use super::parts::{on_threads, round_runs, split_runs, Part, SCALARS};
+use super::parts::{on_threads, privately, round_runs, split_runs, Part, SCALARS};
 use super::row_inverse::{dominant_entry, subtract_outer_products, RowInverse};
 use super::state::{Buyers, Entries, Limits, Pass, PassResult, Pending};
 use super::{live, width, InteriorPoint, NONE, SCHUR_BLOCK};
@@ -20,6 +20,7 @@ impl InteriorPoint {
     #[inline(always)]
     pub(super) fn complementarity_scalar<const W: usize>(&mut self, inst: &Instance) -> f64 {
         let rounds = width::<W>(inst);
+        let avx2 = self.split.avx2;
         let (mut total, mut entry_total) = (0.0, 0.0);
         for chunk in self.split.chunks(inst.buyers()) {
             let part = Part::new(
@@ -29,17 +30,22 @@ impl InteriorPoint {
                 chunk.clone(),
                 rounds,
             );
-            on_threads(part.divide(self.split.threads, rounds), |part| {
-                let mut comp = vec![0.0; rounds];
-                for k in 0..part.jobs {
-                    let (x, y) = (row(part.e.x, k, rounds), row(part.e.y, k, rounds));
-                    let (z, v) = (row(part.e.z, k, rounds), row(part.e.v, k, rounds));
-                    for j in 0..rounds {
-                        comp[j] = x[j] * z[j] + y[j] * v[j];
+            on_threads(
+                part.divide(self.split.threads, rounds),
+                avx2,
+                #[inline(always)]
+                |part| {
+                    let mut comp = vec![0.0; rounds];
+                    for k in 0..part.jobs {
+                        let (x, y) = (row(part.e.x, k, rounds), row(part.e.y, k, rounds));
+                        let (z, v) = (row(part.e.z, k, rounds), row(part.e.v, k, rounds));
+                        for j in 0..rounds {
+                            comp[j] = x[j] * z[j] + y[j] * v[j];
+                        }
+                        part.out.scalars[k * SCALARS] = lane_sum(&comp);
                     }
-                    part.out.scalars[k * SCALARS] = lane_sum(&comp);
-                }
-            });
+                },
+            );
             for (k, job) in chunk.enumerate() {
                 if inst.ceil[job].is_finite() {
                     total += self.b.r[job] * self.b.beta[job];
@@ -82,18 +88,24 @@ impl InteriorPoint {
         if let Some(step) = self.pending.take() {
             self.apply_pending_scalars(inst, step);
             let rounds = inst.rounds;
+            let avx2 = self.split.avx2;
             let jobs = 0..inst.buyers();
             let part = Part::new(&mut self.e, &mut self.b, &mut self.out, jobs, rounds);
-            on_threads(part.divide(self.split.threads, rounds), |part| {
-                let e = part.e;
-                for i in 0..part.jobs * rounds {
-                    update_entry(
-                        step,
-                        (&mut e.x[i], &mut e.y[i], &mut e.z[i], &mut e.v[i]),
-                        (e.ix[i], e.iy[i], e.cxi[i], e.cvi[i], e.dx[i]),
-                    );
-                }
-            });
+            on_threads(
+                part.divide(self.split.threads, rounds),
+                avx2,
+                #[inline(always)]
+                |part| {
+                    let e = part.e;
+                    for i in 0..part.jobs * rounds {
+                        update_entry(
+                            step,
+                            (&mut e.x[i], &mut e.y[i], &mut e.z[i], &mut e.v[i]),
+                            (e.ix[i], e.iy[i], e.cxi[i], e.cvi[i], e.dx[i]),
+                        );
+                    }
+                },
+            );
         }
     }
 
@@ -116,6 +128,7 @@ impl InteriorPoint {
             self.apply_pending_scalars(inst, step);
         }
         let threads = self.split.threads;
+        let avx2 = self.split.avx2;
         let (t, w) = (&mut self.t, &mut self.w);
         let schur = &mut self.schur;
         t.rp.fill(0.0);
@@ -134,9 +147,14 @@ impl InteriorPoint {
                 rounds,
             );
             let p = &t.p[..rounds];
-            on_threads(part.divide(threads, rounds), |part| {
-                prepare_jobs::<W>(inst, p, pending, part);
-            });
+            on_threads(
+                part.divide(threads, rounds),
+                avx2,
+                #[inline(always)]
+                |part| {
+                    prepare_jobs::<W>(inst, p, pending, part);
+                },
+            );
             let (e, b, out) = (&self.e, &self.b, &self.out);
             for (k, job) in chunk.clone().enumerate() {
                 if inst.ceil[job].is_finite() {
@@ -152,23 +170,32 @@ impl InteriorPoint {
                 .zip(split_runs(&mut schur[..], &runs, rounds))
                 .zip(runs.iter().cloned());
             let tasks: Vec<_> = sums.collect();
-            on_threads(tasks, |(((((rp, diag), r0), rtau), schur), run)| {
-                let jobs = chunk.clone();
-                for (k, job) in jobs.clone().enumerate() {
-                    let n = inst.n[job];
-                    let x = &row(&e.x, job, rounds)[run.clone()];
-                    let o1 = &row(&out.o1, k, rounds)[run.clone()];
-                    let o2 = &row(&out.o2, k, rounds)[run.clone()];
-                    let o3 = &row(&out.o3, k, rounds)[run.clone()];
-                    for j in 0..run.len() {
-                        rp[j] += n * x[j];
-                        diag[j] += o3[j];
-                        r0[j] += n * o1[j];
-                        rtau[j] += n * o2[j];
-                    }
-                }
-                schur_rows::<W>(inst, (e, b), jobs, (schur, run), rounds);
-            });
+            let private = tasks.len() > 1;
+            on_threads(
+                tasks,
+                avx2,
+                #[inline(always)]
+                |(((((rp, diag), r0), rtau), schur), run)| {
+                    let sums = [rp, diag, r0, rtau, schur];
+                    privately(private, sums, |[rp, diag, r0, rtau, schur]| {
+                        let jobs = chunk.clone();
+                        for (k, job) in jobs.clone().enumerate() {
+                            let n = inst.n[job];
+                            let x = &row(&e.x, job, rounds)[run.clone()];
+                            let o1 = &row(&out.o1, k, rounds)[run.clone()];
+                            let o2 = &row(&out.o2, k, rounds)[run.clone()];
+                            let o3 = &row(&out.o3, k, rounds)[run.clone()];
+                            for j in 0..run.len() {
+                                rp[j] += n * x[j];
+                                diag[j] += o3[j];
+                                r0[j] += n * o1[j];
+                                rtau[j] += n * o2[j];
+                            }
+                        }
+                        schur_rows::<W>(inst, (e, b), jobs, (schur, run), rounds);
+                    });
+                },
+            );
         }
         self.entry_complementarity = entry_total;
         total += entry_total;
@@ -202,6 +229,7 @@ impl InteriorPoint {
     ) -> PassResult {
         let rounds = width::<W>(inst);
         let threads = self.split.threads;
+        let avx2 = self.split.avx2;
         let t = &mut self.t;
         t.flow.fill(0.0);
         if pass == Pass::Predictor {
@@ -221,9 +249,14 @@ impl InteriorPoint {
                 rounds,
             );
             let (p, dp) = (&t.p[..rounds], &t.dp[..rounds]);
-            on_threads(part.divide(threads, rounds), |part| {
-                back_substitute_jobs::<W>(inst, (p, dp), pass, part);
-            });
+            on_threads(
+                part.divide(threads, rounds),
+                avx2,
+                #[inline(always)]
+                |part| {
+                    back_substitute_jobs::<W>(inst, (p, dp), pass, part);
+                },
+            );
             let out = &self.out;
             for (k, job) in chunk.clone().enumerate() {
                 let [lp, ld, du, c1, c3, cb, rdb, cr] = scalars(&out.scalars, k);
@@ -246,21 +279,29 @@ impl InteriorPoint {
                 .zip(split_runs(&mut t.rcorr[..rounds], &runs, 1))
                 .zip(runs.iter().cloned())
                 .collect();
-            on_threads(tasks, |((flow, rcorr), run)| {
-                for (k, job) in chunk.clone().enumerate() {
-                    let n = inst.n[job];
-                    let dx = &row(&out.o1, k, rounds)[run.clone()];
-                    for j in 0..run.len() {
-                        flow[j] += n * dx[j];
-                    }
-                    if pass == Pass::Predictor {
-                        let dx = &row(&out.o2, k, rounds)[run.clone()];
-                        for j in 0..run.len() {
-                            rcorr[j] += n * dx[j];
+            let private = tasks.len() > 1;
+            on_threads(
+                tasks,
+                avx2,
+                #[inline(always)]
+                |((flow, rcorr), run)| {
+                    privately(private, [flow, rcorr], |[flow, rcorr]| {
+                        for (k, job) in chunk.clone().enumerate() {
+                            let n = inst.n[job];
+                            let dx = &row(&out.o1, k, rounds)[run.clone()];
+                            for j in 0..run.len() {
+                                flow[j] += n * dx[j];
+                            }
+                            if pass == Pass::Predictor {
+                                let dx = &row(&out.o2, k, rounds)[run.clone()];
+                                for j in 0..run.len() {
+                                    rcorr[j] += n * dx[j];
+                                }
+                            }
                         }
-                    }
-                }
-            });
+                    });
+                },
+            );
         }
 
         let (target, corr) = match pass {

@@ -107,7 +107,8 @@ class Shockwave(RoundPolicy):
         solver_threads: threads of the market solve (``threads`` of
             :func:`shockwave.market.solve`): 0 (one per core) to
             :data:`~shockwave.market.MAX_SOLVER_THREADS`; the plans are the same bits for any
-            number.
+            number. Default 1: two threads measured slower than one on a shared two-core
+            machine (``benches/README.md``, issue 24).
         backend: ``"market"`` (the Fisher market, solved in Rust) or ``"milp"`` (the original's
             integer program, solved by HiGHS; :mod:`~shockwave.policies.shockwave.milp`). The
             ``milp`` backend ignores the budget parameters and uses ``milp_makespan_k``; for the
@@ -129,7 +130,7 @@ class Shockwave(RoundPolicy):
     fairness_clock: FairnessClock = "jct"
     ftf_correction: bool = False
     solver_tolerance: float = 1e-4
-    solver_threads: int = 0
+    solver_threads: int = 1
     backend: Backend = "market"
     milp_makespan_k: float = 1e-3
     milp_time_limit: float = 15.0

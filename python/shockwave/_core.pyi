@@ -199,6 +199,7 @@ class RemainingRuntime:
 
 SOLVER_METHODS: tuple[Literal["interior_point", "proportional_response"], ...]
 MAX_INTERIOR_POINT_ROUNDS: int
+MAX_SOLVER_THREADS: int
 MAX_ROUNDS: int
 MAX_TYPES: int
 
@@ -227,6 +228,7 @@ class SolverSettings:
         max_iter: int | None = None,
         method: str | None = None,
         warmup_iterations: int | None = None,
+        threads: int | None = None,
     ) -> SolverSettings: ...
     @property
     def tol(self) -> float:
@@ -240,6 +242,9 @@ class SolverSettings:
     @property
     def warmup_iterations(self) -> int | None:
         """Proportional-response iterations before the interior-point method (None: automatic)."""
+    @property
+    def threads(self) -> int:
+        """Threads of the interior-point passes (0: one per core; the same bits for any number)."""
 
 @final
 class MarketSolution:

@@ -68,6 +68,7 @@ JobIds = Sequence[Hashable] | NDArray[np.integer]
 
 __all__ = [
     "MAX_INTERIOR_POINT_ROUNDS",
+    "MAX_SOLVER_THREADS",
     "MAX_TYPES",
     "METHODS",
     "SOLVER_DEFAULTS",
@@ -100,6 +101,8 @@ METHODS: tuple[Method, ...] = _core.SOLVER_METHODS
 #: Longest window (``T`` rounds) the interior-point method accepts (64 MiB of price system, about
 #: a second per factorisation at this size); the Shockwave policy plans 20 rounds by default.
 MAX_INTERIOR_POINT_ROUNDS: int = _core.MAX_INTERIOR_POINT_ROUNDS
+#: Most threads a solve accepts (``threads`` of :func:`solve`).
+MAX_SOLVER_THREADS: int = _core.MAX_SOLVER_THREADS
 
 #: Longest window (rounds) any function here accepts, as the Rust core.
 MAX_ROUNDS: int = _core.MAX_ROUNDS
@@ -229,6 +232,15 @@ def _iterations(value: object, argument: str) -> int:
     return int(value)
 
 
+def _threads(value: object) -> int:
+    if not is_integer(value) or not 0 <= int(value) <= MAX_SOLVER_THREADS:
+        raise InputError(
+            "threads",
+            f"expected an integer from 0 (one per core) to {MAX_SOLVER_THREADS}, got {value!r}",
+        )
+    return int(value)
+
+
 def _supply(
     value: ArrayLike, rounds: int, types: int | None = None, window: str = "valuations"
 ) -> NDArray[np.float64]:
@@ -273,6 +285,7 @@ def solve(
     warm_start: MarketSolution | ArrayLike | None = None,
     method: Method = SOLVER_DEFAULTS.method,
     warmup_iterations: int | None = SOLVER_DEFAULTS.warmup_iterations,
+    threads: int = SOLVER_DEFAULTS.threads,
 ) -> MarketSolution:
     """Compute the market equilibrium (the Eisenberg-Gale optimum) to a certified gap.
 
@@ -302,6 +315,9 @@ def solve(
             :data:`Method`; one GPU type only).
         warmup_iterations: proportional-response iterations that find the starting prices of the
             interior-point method (``None``: 5 from a cold start, 1 from a warm start).
+        threads: threads of the interior-point method's passes with one GPU type, 0 (default)
+            to :data:`MAX_SOLVER_THREADS`; 0 is one per available core. Markets with fewer than
+            256 jobs per thread use fewer threads. The result is the same bits for any number.
 
     Returns:
         The :class:`MarketSolution` (shares and bids shaped like ``valuations``); ``converged``
@@ -355,6 +371,7 @@ def solve(
             if warmup_iterations is None
             else _iterations(warmup_iterations, "warmup_iterations")
         ),
+        threads=_threads(threads),
     )
     return _core.solve_market(a, gangs, g, w, c, ubar, settings, warm)
 

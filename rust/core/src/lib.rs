@@ -17,6 +17,7 @@ pub mod adaptation;
 pub mod error;
 pub mod limits;
 pub mod market;
+mod threads;
 
 /// Version of the core crate, reported by `shockwave._core.core_version()`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use shockwave_core::market::{
     round_schedule, shift_bids, MarketProblem, Method, PreparedMarket, RoundingInput,
-    SolverSettings, SolverStatus, MAX_INTERIOR_POINT_ROUNDS, MAX_TYPES,
+    SolverSettings, SolverStatus, MAX_INTERIOR_POINT_ROUNDS, MAX_THREADS, MAX_TYPES,
 };
 
 use crate::convert::{contiguous, frozen_vector, gang_sizes_u32};
@@ -116,12 +116,13 @@ pub struct PySolverSettings {
 #[pymethods]
 impl PySolverSettings {
     #[new]
-    #[pyo3(signature = (*, tol = None, max_iter = None, method = None, warmup_iterations = None))]
+    #[pyo3(signature = (*, tol = None, max_iter = None, method = None, warmup_iterations = None, threads = None))]
     fn new(
         tol: Option<f64>,
         max_iter: Option<usize>,
         method: Option<&str>,
         warmup_iterations: Option<usize>,
+        threads: Option<usize>,
     ) -> PyResult<Self> {
         guarded(|| {
             let defaults = SolverSettings::default();
@@ -134,6 +135,7 @@ impl PySolverSettings {
                 },
                 warmup_iterations: warmup_iterations.or(defaults.warmup_iterations),
                 simd: defaults.simd,
+                threads: threads.unwrap_or(defaults.threads),
             };
             inner.validate()?;
             Ok(Self { inner })
@@ -165,16 +167,25 @@ impl PySolverSettings {
         self.inner.warmup_iterations
     }
 
+    /// Threads for the interior-point method's passes (0: one per core; the same bits for any
+    /// number).
+    #[getter]
+    fn threads(&self) -> usize {
+        self.inner.threads
+    }
+
     fn __repr__(&self) -> String {
         let warmup = self
             .inner
             .warmup_iterations
             .map_or("None".to_string(), |n| n.to_string());
         format!(
-            "SolverSettings(tol={:?}, max_iter={}, method={:?}, warmup_iterations={warmup})",
+            "SolverSettings(tol={:?}, max_iter={}, method={:?}, warmup_iterations={warmup}, \
+             threads={})",
             self.inner.tol,
             self.inner.max_iter,
-            self.inner.method.name()
+            self.inner.method.name(),
+            self.inner.threads
         )
     }
 }
@@ -618,6 +629,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let methods: Vec<&str> = Method::ALL.iter().map(|method| method.name()).collect();
     m.add("SOLVER_METHODS", PyTuple::new(m.py(), methods)?)?;
     m.add("MAX_INTERIOR_POINT_ROUNDS", MAX_INTERIOR_POINT_ROUNDS)?;
+    m.add("MAX_SOLVER_THREADS", MAX_THREADS)?;
     m.add("MAX_TYPES", MAX_TYPES)?;
     m.add("MAX_ROUNDS", shockwave_core::limits::MAX_ROUNDS)?;
     Ok(())

@@ -109,6 +109,7 @@ class MarketBackend(PlanningBackend):
 
     planning_rounds: int
     solver_tolerance: float
+    solver_threads: int
     gang_budgets: bool
     remaining_exponent: float
     makespan_weight: float
@@ -152,6 +153,7 @@ class MarketBackend(PlanningBackend):
                 progress=np.minimum(prediction.offsets, MAX_PROGRESS),
                 tol=self.solver_tolerance,
                 warm_start=warm,
+                threads=self.solver_threads,
             )
 
         warm = _warm_start(step, budgets)

@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from shockwave import market
 from shockwave.adaptation import ESTIMATORS, Estimator, JobModels
-from shockwave.arguments import choice
+from shockwave.arguments import choice, is_integer
 from shockwave.errors import InputError
 from shockwave.id_lookup import positions_of
 from shockwave.persistence import StateReader
@@ -104,6 +104,11 @@ class Shockwave(RoundPolicy):
         max_owed_rounds: most rounds a job can be owed from earlier plans (planned but not run,
             carried into the next plan's rounding); a job ahead of its plan owes at most one.
         solver_tolerance: relative duality gap at which the market solve stops.
+        solver_threads: threads of the market solve (``threads`` of
+            :func:`shockwave.market.solve`): 0 (one per core) to
+            :data:`~shockwave.market.MAX_SOLVER_THREADS`; the plans are the same bits for any
+            number. Default 1: two threads measured slower than one on a shared two-core
+            machine (``benches/README.md``, issue 24).
         backend: ``"market"`` (the Fisher market, solved in Rust) or ``"milp"`` (the original's
             integer program, solved by HiGHS; :mod:`~shockwave.policies.shockwave.milp`). The
             ``milp`` backend ignores the budget parameters and uses ``milp_makespan_k``; for the
@@ -125,6 +130,7 @@ class Shockwave(RoundPolicy):
     fairness_clock: FairnessClock = "jct"
     ftf_correction: bool = False
     solver_tolerance: float = 1e-4
+    solver_threads: int = 1
     backend: Backend = "market"
     milp_makespan_k: float = 1e-3
     milp_time_limit: float = 15.0
@@ -174,6 +180,12 @@ class Shockwave(RoundPolicy):
             ("replan_period", self.replan_period >= 1, ">= 1"),
             ("max_owed_rounds", self.max_owed_rounds >= 0, ">= 0"),
             ("solver_tolerance", 0 < self.solver_tolerance < 1, "in (0, 1)"),
+            (
+                "solver_threads",
+                is_integer(self.solver_threads)
+                and 0 <= int(self.solver_threads) <= market.MAX_SOLVER_THREADS,
+                f"an integer from 0 (one per core) to {market.MAX_SOLVER_THREADS}",
+            ),
             ("milp_makespan_k", self.milp_makespan_k >= 0, ">= 0"),
             ("milp_time_limit", self.milp_time_limit > 0, "> 0"),
         ]
@@ -198,6 +210,7 @@ class Shockwave(RoundPolicy):
         return MarketBackend(
             planning_rounds=self.planning_rounds,
             solver_tolerance=self.solver_tolerance,
+            solver_threads=int(self.solver_threads),
             gang_budgets=self.gang_budgets,
             remaining_exponent=self.remaining_exponent,
             makespan_weight=self.makespan_weight,

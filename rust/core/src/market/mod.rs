@@ -83,7 +83,7 @@ pub use instance::{MarketProblem, MAX_TYPES};
 use interior_point::{InteriorPoint, Start};
 use proportional_response::ProportionalResponse;
 pub use rounding::{round_schedule, RoundingInput};
-pub use settings::{Method, SolverSettings, MAX_INTERIOR_POINT_ROUNDS};
+pub use settings::{Method, SolverSettings, MAX_INTERIOR_POINT_ROUNDS, MAX_THREADS};
 use solution::assemble;
 pub use solution::{MarketSolution, SolverStatus};
 use warm_start::normalised_bids;
@@ -257,7 +257,12 @@ impl PreparedMarket {
                         SolverStatus::IterationLimit
                     };
                     if gap > settings.tol && pr_iterations < settings.max_iter {
-                        let mut ipm = InteriorPoint::new(inst);
+                        let threads = crate::threads::thread_count(
+                            settings.threads,
+                            inst.buyers(),
+                            interior_point::JOBS_PER_THREAD,
+                        );
+                        let mut ipm = InteriorPoint::new(inst, threads);
                         // The first barrier matches the certified gap, except from a warm start:
                         // its prices are good, but at so small a barrier the best responses of
                         // jobs indifferent between rounds overshoot the supply and the first
@@ -302,9 +307,10 @@ impl PreparedMarket {
 }
 
 /// Work arrays of the solve per entry of the dense `buyers x goods` layout, in `f64`s (an upper
-/// bound: the instance, the methods' per-entry state, the incumbent and the output); with GPU
+/// bound: the instance, the methods' per-entry state, the incumbent, the output and the three
+/// rows per job the interior point's parallel passes leave for the sums over jobs); with GPU
 /// types the interior point holds one more per entry and type (each round's `K x K` inverse).
-const WORK_PER_ENTRY: usize = 24;
+const WORK_PER_ENTRY: usize = 27;
 
 /// Refuse a market whose working memory (per-entry arrays, and the interior-point method's
 /// price system over the goods) does not fit in the machine's available memory.

@@ -70,14 +70,21 @@ pub struct SolverSettings {
     /// time; default `true`). The results are the same bits either way: `false` is for checking
     /// that and for measuring the gain.
     pub simd: bool,
+    /// Threads for the interior-point method's passes (one GPU type); 0 (the default): one per
+    /// available core. Markets with fewer than 256 jobs per thread use fewer threads. The
+    /// results are the same bits for any number (at most [`MAX_THREADS`]).
+    pub threads: usize,
 }
+
+/// The most threads a solve accepts.
+pub const MAX_THREADS: usize = 1024;
 
 impl SolverSettings {
     /// Check the settings; errors name the field (`tol` positive and finite, `max_iter` at
-    /// least 1).
+    /// least 1, `threads` at most [`MAX_THREADS`]).
     ///
     /// # Errors
-    /// A [`MarketError`] naming `tol` or `max_iter`.
+    /// A [`MarketError`] naming `tol`, `max_iter` or `threads`.
     pub fn validate(&self) -> Result<(), MarketError> {
         if !(self.tol.is_finite() && self.tol > 0.0) {
             return Err(MarketError::new(
@@ -87,6 +94,15 @@ impl SolverSettings {
         }
         if self.max_iter == 0 {
             return Err(MarketError::new("max_iter", "must be at least 1"));
+        }
+        if self.threads > MAX_THREADS {
+            return Err(MarketError::new(
+                "threads",
+                format!(
+                    "must be at most {MAX_THREADS} (0: one per core), got {}",
+                    self.threads
+                ),
+            ));
         }
         Ok(())
     }
@@ -100,6 +116,7 @@ impl Default for SolverSettings {
             method: Method::default(),
             warmup_iterations: None,
             simd: true,
+            threads: 0,
         }
     }
 }

@@ -485,3 +485,79 @@ fn backfill_fills_leftover_gpus_in_the_given_order() {
         Ok(vec![false, false, true, true, true, true])
     );
 }
+
+/// The bits a solve's caller sees: shares, prices, gap and iteration counts.
+fn solution_bits(s: &MarketSolution) -> (Vec<u64>, Vec<u64>, u64, [usize; 3]) {
+    (
+        s.shares.iter().map(|x| x.to_bits()).collect(),
+        s.prices.iter().map(|x| x.to_bits()).collect(),
+        s.gap.to_bits(),
+        [s.iterations, s.pr_iterations, s.ipm_iterations],
+    )
+}
+
+#[test]
+fn any_number_of_threads_gives_the_same_bits() {
+    // Markets below and above the threshold (256 jobs per thread; 1,800 jobs take all of 7
+    // threads), windows of the fixed width (T = 20) and not, with and without ceilings, one GPU
+    // type and three (whose passes run on one thread), cold and warm.
+    let cases = [
+        (100, 20, 1, 11),
+        (700, 20, 1, 12),
+        (1_030, 13, 1, 13),
+        (1_800, 20, 1, 14),
+        (600, 20, 3, 15),
+    ];
+    for (jobs, rounds, types, seed) in cases {
+        let mut m = if types == 1 {
+            Market::random(jobs, rounds, seed)
+        } else {
+            Market::random_typed(jobs, rounds, types, seed)
+        };
+        if seed == 13 {
+            m.ceilings.fill(f64::INFINITY);
+        }
+        let solve_with = |threads: usize, m: &Market, warm: Option<&[f64]>| {
+            let settings = SolverSettings {
+                tol: 1e-8,
+                threads,
+                ..SolverSettings::default()
+            };
+            match solve(&m.problem(), &settings, warm) {
+                Ok(s) => s,
+                Err(e) => panic!("{e}"),
+            }
+        };
+        let cold = solve_with(1, &m, None);
+        let next = m.next_round(&cold);
+        let bids = match shift_bids(&cold.bids, jobs, rounds, types, 1) {
+            Ok(b) => b,
+            Err(e) => panic!("{e}"),
+        };
+        let warm = solve_with(1, &next, Some(&bids));
+        for threads in [2, 7, 0] {
+            let label = format!("{jobs}x{rounds}x{types}, {threads} threads");
+            assert_eq!(
+                solution_bits(&solve_with(threads, &m, None)),
+                solution_bits(&cold),
+                "{label}"
+            );
+            assert_eq!(
+                solution_bits(&solve_with(threads, &next, Some(&bids))),
+                solution_bits(&warm),
+                "{label}, warm"
+            );
+        }
+    }
+}
+
+#[test]
+fn threads_are_checked() {
+    let m = Market::random(10, 4, 1);
+    let settings = SolverSettings {
+        threads: MAX_THREADS + 1,
+        ..SolverSettings::default()
+    };
+    let error = solve(&m.problem(), &settings, None).err();
+    assert_eq!(error.map(|e| e.argument), Some("threads".to_string()));
+}

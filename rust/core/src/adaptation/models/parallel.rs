@@ -45,11 +45,7 @@ impl Task<'_, '_> {
 /// Jobs per worker thread below which spreading the work does not pay.
 const JOBS_PER_THREAD: usize = 512;
 
+/// Threads for a prediction of `jobs` jobs (see [`crate::threads::thread_count`]).
 pub(super) fn thread_count(requested: usize, jobs: usize) -> usize {
-    let available = if requested == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        requested
-    };
-    available.min(jobs / JOBS_PER_THREAD).max(1)
+    crate::threads::thread_count(requested, jobs, JOBS_PER_THREAD)
 }

@@ -3,6 +3,7 @@
 
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_sum, row, row_mut};
+use super::parts::{on_threads, Part};
 use super::{goods, live, width, InteriorPoint};
 
 impl InteriorPoint {
@@ -16,27 +17,41 @@ impl InteriorPoint {
         utilities: &[f64],
     ) {
         let rounds = width::<W>(inst);
-        let (e, b, t, w) = (&mut self.e, &mut self.b, &mut self.t, &mut self.w);
-        for k in 0..inst.buyers() {
-            let (x, y) = (row_mut(&mut e.x, k, rounds), row_mut(&mut e.y, k, rounds));
-            let scratch = (&mut w.g[..], &mut w.out[..]);
-            let u = central_response::<W>(inst, k, &t.p, mu, utilities[k], x, y, scratch);
-            b.u[k] = u;
-            let a = row(&inst.a, k, rounds);
-            let (z, v) = (row_mut(&mut e.z, k, rounds), row_mut(&mut e.v, k, rounds));
-            for j in 0..rounds {
-                let live = a[j] > 0.0;
-                z[j] = if live { mu / x[j] } else { 0.0 };
-                v[j] = if live { mu / y[j] } else { 0.0 };
-            }
-            if inst.ceil[k].is_finite() {
-                b.r[k] = inst.ceil[k] - u;
-                b.beta[k] = mu / b.r[k];
-            } else {
-                b.r[k] = 1.0;
-                b.beta[k] = 0.0;
-            }
-        }
+        let avx2 = self.split.avx2;
+        let jobs = 0..inst.buyers();
+        let part = Part::new(&mut self.e, &mut self.b, &mut self.out, jobs, rounds);
+        let p = &self.t.p;
+        on_threads(
+            part.divide(self.split.threads, rounds),
+            avx2,
+            #[inline(always)]
+            |part| {
+                let (e, b) = (part.e, part.b);
+                let mut scratch = vec![0.0; 2 * rounds];
+                let (gain, slope) = scratch.split_at_mut(rounds);
+                for k in 0..part.jobs {
+                    let job = part.first + k;
+                    let (x, y) = (row_mut(e.x, k, rounds), row_mut(e.y, k, rounds));
+                    let scratch = (&mut gain[..], &mut slope[..]);
+                    let u = central_response::<W>(inst, job, p, mu, utilities[job], x, y, scratch);
+                    b.u[k] = u;
+                    let a = row(&inst.a, job, rounds);
+                    let (z, v) = (row_mut(e.z, k, rounds), row_mut(e.v, k, rounds));
+                    for j in 0..rounds {
+                        let live = a[j] > 0.0;
+                        z[j] = if live { mu / x[j] } else { 0.0 };
+                        v[j] = if live { mu / y[j] } else { 0.0 };
+                    }
+                    if inst.ceil[job].is_finite() {
+                        b.r[k] = inst.ceil[job] - u;
+                        b.beta[k] = mu / b.r[k];
+                    } else {
+                        b.r[k] = 1.0;
+                        b.beta[k] = 0.0;
+                    }
+                }
+            },
+        );
         self.central_slacks::<W, 1>(inst, mu);
     }
 

@@ -73,6 +73,9 @@
 //! * `../linalg/`: the dense Cholesky factorisation of the price system and lane reductions.
 
 mod central;
+mod parts;
+#[cfg(test)]
+mod pass_costs;
 mod passes;
 mod row_inverse;
 mod state;
@@ -83,7 +86,10 @@ use super::certificate::Incumbent;
 use super::instance::Instance;
 use super::linalg::cholesky::{cholesky, cholesky_solve};
 use super::SolverStatus;
+use parts::{Outputs, Split};
 use state::{Buyers, Entries, Pass, PassResult, Pending, Rounds, Scratch, Typed};
+
+pub(crate) use parts::JOBS_PER_THREAD;
 
 /// Fraction of the distance to the boundary taken by a step.
 const STEP_TO_BOUNDARY: f64 = 0.995;
@@ -139,6 +145,10 @@ pub(crate) struct InteriorPoint {
     w: Scratch,
     /// With GPU types only (empty otherwise).
     k: Typed,
+    /// How the one-type passes are split over threads, and the chunk outputs they leave for the
+    /// sums over jobs (empty with GPU types).
+    split: Split,
+    out: Outputs,
     /// Starting prices (floored), kept for restarts, and whether each was floored; the starting
     /// utilities.
     start_prices: Vec<f64>,
@@ -173,7 +183,9 @@ pub(crate) struct Run {
 }
 
 impl InteriorPoint {
-    pub fn new(inst: &Instance) -> Self {
+    /// The method's state for `inst`; its one-type passes run on `threads` threads (at least 1;
+    /// the same bits for any number).
+    pub fn new(inst: &Instance, threads: usize) -> Self {
         let (entries, buyers, rounds) = (inst.entries(), inst.buyers(), inst.goods());
         let (slots, per_round, types) = (buyers * inst.rounds, inst.rounds, inst.types);
         let live = inst.a.iter().filter(|&&a| a > 0.0).count();
@@ -196,7 +208,15 @@ impl InteriorPoint {
         let s = || vec![0.0; slots];
         let r = || vec![0.0; if types > 1 { per_round } else { 0 }];
         let typed_entries = if types > 1 { entries } else { 0 };
+        let split = Split::new(if types == 1 { threads } else { 1 }, buyers);
+        let out = if types == 1 {
+            parts::outputs(&split, per_round)
+        } else {
+            Outputs::default()
+        };
         Self {
+            split,
+            out,
             e: Entries {
                 x: e(),
                 y: s(),
@@ -256,7 +276,6 @@ impl InteriorPoint {
                 g: t(),
                 out: t(),
                 g2: t(),
-                out2: t(),
                 diag: t(),
                 q: t(),
                 c1: t(),
@@ -293,6 +312,7 @@ impl InteriorPoint {
     ) -> Run {
         #[cfg(target_arch = "x86_64")]
         if simd && std::arch::is_x86_feature_detected!("avx2") {
+            self.split.avx2 = true;
             // SAFETY: the CPU supports AVX2, checked just above.
             #[allow(unsafe_code)]
             return unsafe { self.run_avx2(inst, start, tol, max_iter, best) };

@@ -5,10 +5,13 @@
 //! complementarity and the lighter update pass. (`typed.rs` has the same passes for GPU types;
 //! [`InteriorPoint::prepare`] and the others dispatch.)
 
+use std::ops::Range;
+
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_dot, lane_sum, row, row_mut};
+use super::parts::{on_threads, privately, round_runs, split_runs, Part, SCALARS};
 use super::row_inverse::{dominant_entry, subtract_outer_products, RowInverse};
-use super::state::{Limits, Pass, PassResult, Pending};
+use super::state::{Buyers, Entries, Limits, Pass, PassResult, Pending};
 use super::{live, width, InteriorPoint, NONE, SCHUR_BLOCK};
 
 impl InteriorPoint {
@@ -17,21 +20,41 @@ impl InteriorPoint {
     #[inline(always)]
     pub(super) fn complementarity_scalar<const W: usize>(&mut self, inst: &Instance) -> f64 {
         let rounds = width::<W>(inst);
-        let (e, b, t) = (&self.e, &self.b, &self.t);
-        let comp = &mut self.w.c1[..rounds];
+        let avx2 = self.split.avx2;
         let (mut total, mut entry_total) = (0.0, 0.0);
-        for k in 0..inst.buyers() {
-            let (x, y) = (row(&e.x, k, rounds), row(&e.y, k, rounds));
-            let (z, v) = (row(&e.z, k, rounds), row(&e.v, k, rounds));
-            if inst.ceil[k].is_finite() {
-                total += b.r[k] * b.beta[k];
+        for chunk in self.split.chunks(inst.buyers()) {
+            let part = Part::new(
+                &mut self.e,
+                &mut self.b,
+                &mut self.out,
+                chunk.clone(),
+                rounds,
+            );
+            on_threads(
+                part.divide(self.split.threads, rounds),
+                avx2,
+                #[inline(always)]
+                |part| {
+                    let mut comp = vec![0.0; rounds];
+                    for k in 0..part.jobs {
+                        let (x, y) = (row(part.e.x, k, rounds), row(part.e.y, k, rounds));
+                        let (z, v) = (row(part.e.z, k, rounds), row(part.e.v, k, rounds));
+                        for j in 0..rounds {
+                            comp[j] = x[j] * z[j] + y[j] * v[j];
+                        }
+                        part.out.scalars[k * SCALARS] = lane_sum(&comp);
+                    }
+                },
+            );
+            for (k, job) in chunk.enumerate() {
+                if inst.ceil[job].is_finite() {
+                    total += self.b.r[job] * self.b.beta[job];
+                }
+                entry_total += self.out.scalars[k * SCALARS];
             }
-            for j in 0..rounds {
-                comp[j] = x[j] * z[j] + y[j] * v[j];
-            }
-            entry_total += lane_sum(comp);
         }
         total += entry_total;
+        let t = &self.t;
         for tt in 0..rounds {
             if inst.good_used[tt] {
                 total += t.s[tt] * t.p[tt];
@@ -64,14 +87,25 @@ impl InteriorPoint {
     pub(super) fn apply_pending_scalar(&mut self, inst: &Instance) {
         if let Some(step) = self.pending.take() {
             self.apply_pending_scalars(inst, step);
-            let e = &mut self.e;
-            for i in 0..inst.entries() {
-                update_entry(
-                    step,
-                    (&mut e.x[i], &mut e.y[i], &mut e.z[i], &mut e.v[i]),
-                    (e.ix[i], e.iy[i], e.cxi[i], e.cvi[i], e.dx[i]),
-                );
-            }
+            let rounds = inst.rounds;
+            let avx2 = self.split.avx2;
+            let jobs = 0..inst.buyers();
+            let part = Part::new(&mut self.e, &mut self.b, &mut self.out, jobs, rounds);
+            on_threads(
+                part.divide(self.split.threads, rounds),
+                avx2,
+                #[inline(always)]
+                |part| {
+                    let e = part.e;
+                    for i in 0..part.jobs * rounds {
+                        update_entry(
+                            step,
+                            (&mut e.x[i], &mut e.y[i], &mut e.z[i], &mut e.v[i]),
+                            (e.ix[i], e.iy[i], e.cxi[i], e.cvi[i], e.dx[i]),
+                        );
+                    }
+                },
+            );
         }
     }
 
@@ -93,120 +127,75 @@ impl InteriorPoint {
         if let Some(step) = pending {
             self.apply_pending_scalars(inst, step);
         }
-        let (e, b, t, w) = (&mut self.e, &mut self.b, &mut self.t, &mut self.w);
+        let threads = self.split.threads;
+        let avx2 = self.split.avx2;
+        let (t, w) = (&mut self.t, &mut self.w);
         let schur = &mut self.schur;
         t.rp.fill(0.0);
         t.r0.fill(0.0);
         t.rtau.fill(0.0);
         schur.fill(0.0);
-        let mut total = 0.0;
-        let (p, rp) = (&t.p[..rounds], &mut t.rp[..rounds]);
-        let (r0, rtau) = (&mut t.r0[..rounds], &mut t.rtau[..rounds]);
-        let (g, out) = (&mut w.g[..rounds], &mut w.out[..rounds]);
-        let (g2, out2) = (&mut w.g2[..rounds], &mut w.out2[..rounds]);
-        let diag = &mut w.diag[..rounds];
-        diag.fill(0.0);
-        let (q, comp) = (&mut w.q[..rounds], &mut w.c1[..rounds]);
-        let (schur_rows, schur_scales) = (&mut w.schur_rows, &mut w.schur_scales);
-        let mut entry_total = 0.0;
-        for k in 0..inst.buyers() {
-            let a = row(&inst.a, k, rounds);
-            let n = inst.n[k];
-            let (x, y) = (row_mut(&mut e.x, k, rounds), row_mut(&mut e.y, k, rounds));
-            let (z, v) = (row_mut(&mut e.z, k, rounds), row_mut(&mut e.v, k, rounds));
-            let (ix, iy) = (row_mut(&mut e.ix, k, rounds), row_mut(&mut e.iy, k, rounds));
-            let isig = row_mut(&mut e.isig, k, rounds);
-            if let Some(step) = pending {
-                let (dx, cxi, cvi) = (
-                    row(&e.dx, k, rounds),
-                    row(&e.cxi, k, rounds),
-                    row(&e.cvi, k, rounds),
-                );
-                for j in 0..rounds {
-                    update_entry(
-                        step,
-                        (&mut x[j], &mut y[j], &mut z[j], &mut v[j]),
-                        (ix[j], iy[j], cxi[j], cvi[j], dx[j]),
-                    );
+        w.diag.fill(0.0);
+        let (mut total, mut entry_total) = (0.0, 0.0);
+        let runs = round_runs(rounds, threads);
+        for chunk in self.split.chunks(inst.buyers()) {
+            let part = Part::new(
+                &mut self.e,
+                &mut self.b,
+                &mut self.out,
+                chunk.clone(),
+                rounds,
+            );
+            let p = &t.p[..rounds];
+            on_threads(
+                part.divide(threads, rounds),
+                avx2,
+                #[inline(always)]
+                |part| {
+                    prepare_jobs::<W>(inst, p, pending, part);
+                },
+            );
+            let (e, b, out) = (&self.e, &self.b, &self.out);
+            for (k, job) in chunk.clone().enumerate() {
+                if inst.ceil[job].is_finite() {
+                    total += b.r[job] * b.beta[job];
                 }
+                entry_total += out.scalars[k * SCALARS];
             }
-            let u = inst.c[k] + lane_dot(a, x);
-            b.u[k] = u;
-            for j in 0..rounds {
-                rp[j] += n * x[j];
-            }
-            let ceiling = inst.ceil[k].is_finite();
-            if ceiling {
-                b.br[k] = b.beta[k] / b.r[k];
-                b.rc[k] = u + b.r[k] - inst.ceil[k];
-                total += b.r[k] * b.beta[k];
-            } else {
-                b.br[k] = 0.0;
-                b.rc[k] = 0.0;
-            }
-            b.coef[k] = inst.w[k] / u - b.br[k] * b.rc[k];
-            let gamma = inst.w[k] / (u * u) + b.br[k];
-            b.gamma[k] = gamma;
-            let inv_gamma = 1.0 / gamma;
-            for j in 0..rounds {
-                // Branch-free masking: `m` is 1 on purchasable entries (then every reciprocal is
-                // the plain one, bit for bit) and 0 on the others, whose stored x = z = v = 0,
-                // y = 1 make every denominator 1 and every reciprocal 0.
-                let m = live(a[j]);
-                let rx = m / (x[j] + (1.0 - m));
-                let ry = m / y[j];
-                ix[j] = rx;
-                iy[j] = ry;
-                let is = m / (z[j] * rx + v[j] * ry + (1.0 - m));
-                isig[j] = is;
-                q[j] = a[j] * a[j] * is;
-                comp[j] = x[j] * z[j] + y[j] * v[j];
-            }
-            entry_total += lane_sum(comp);
-            let kappa = inv_gamma + lane_sum(q);
-            b.kappa[k] = kappa;
-            let dominant = dominant_entry(q, kappa);
-            b.dominant[k] = dominant;
-            if dominant != NONE {
-                // L of the dominant entry, summed directly (kappa - q would cancel).
-                let own = std::mem::replace(&mut q[dominant], 0.0);
-                b.dominant_loo[k] = inv_gamma + lane_sum(q);
-                q[dominant] = own;
-            }
-            let inverse = RowInverse::new(a, isig, kappa, dominant, b.dominant_loo[k]);
-            let (n2, scale) = (n * n, n * n / kappa);
-            // Diagonal: n^2 L / (sigma kappa); off the diagonal: - n^2 d d^T / kappa with
-            // d = a / sigma, subtracted four rows at a time.
-            let slot = k % SCHUR_BLOCK;
-            let d = &mut schur_rows[slot * rounds..(slot + 1) * rounds];
-            for tt in 0..rounds {
-                // L = kappa - q off the dominant entry.
-                let loo = if tt == dominant {
-                    b.dominant_loo[k]
-                } else {
-                    kappa - q[tt]
-                };
-                diag[tt] += n2 * (loo * isig[tt] * inverse.inv_kappa);
-                d[tt] = a[tt] * isig[tt];
-            }
-            schur_scales[slot] = scale;
-            if slot == SCHUR_BLOCK - 1 || k + 1 == inst.buyers() {
-                schur_scales[slot + 1..].fill(0.0);
-                subtract_outer_products::<W>(schur, rounds, schur_rows, schur_scales);
-            }
-            // sum n M^{-1} h0, h0 = coef a - n p, and sum n M^{-1} h_tau,
-            // h_tau = 1/x - 1/y (- a / r).
-            let coef = b.coef[k];
-            let lift = if ceiling { -1.0 / b.r[k] } else { 0.0 };
-            for j in 0..rounds {
-                g[j] = coef * a[j] - n * p[j];
-                g2[j] = ix[j] - iy[j] + lift * a[j];
-            }
-            inverse.apply_pair((g, g2), (out, out2));
-            for j in 0..rounds {
-                r0[j] += n * out[j];
-                rtau[j] += n * out2[j];
-            }
+            let sums = split_runs(&mut t.rp[..rounds], &runs, 1)
+                .into_iter()
+                .zip(split_runs(&mut w.diag[..rounds], &runs, 1))
+                .zip(split_runs(&mut t.r0[..rounds], &runs, 1))
+                .zip(split_runs(&mut t.rtau[..rounds], &runs, 1))
+                .zip(split_runs(&mut schur[..], &runs, rounds))
+                .zip(runs.iter().cloned());
+            let tasks: Vec<_> = sums.collect();
+            let private = tasks.len() > 1;
+            on_threads(
+                tasks,
+                avx2,
+                #[inline(always)]
+                |(((((rp, diag), r0), rtau), schur), run)| {
+                    let sums = [rp, diag, r0, rtau, schur];
+                    privately(private, sums, |[rp, diag, r0, rtau, schur]| {
+                        let jobs = chunk.clone();
+                        for (k, job) in jobs.clone().enumerate() {
+                            let n = inst.n[job];
+                            let x = &row(&e.x, job, rounds)[run.clone()];
+                            let o1 = &row(&out.o1, k, rounds)[run.clone()];
+                            let o2 = &row(&out.o2, k, rounds)[run.clone()];
+                            let o3 = &row(&out.o3, k, rounds)[run.clone()];
+                            for j in 0..run.len() {
+                                rp[j] += n * x[j];
+                                diag[j] += o3[j];
+                                r0[j] += n * o1[j];
+                                rtau[j] += n * o2[j];
+                            }
+                        }
+                        schur_rows::<W>(inst, (e, b), jobs, (schur, run), rounds);
+                    });
+                },
+            );
         }
         self.entry_complementarity = entry_total;
         total += entry_total;
@@ -239,7 +228,9 @@ impl InteriorPoint {
         pass: Pass,
     ) -> PassResult {
         let rounds = width::<W>(inst);
-        let (e, b, t, w) = (&mut self.e, &mut self.b, &mut self.t, &mut self.w);
+        let threads = self.split.threads;
+        let avx2 = self.split.avx2;
+        let t = &mut self.t;
         t.flow.fill(0.0);
         if pass == Pass::Predictor {
             t.rcorr.fill(0.0);
@@ -248,135 +239,69 @@ impl InteriorPoint {
         // The entries' x z + y v enter the coefficient of alpha_d with a minus sign.
         let mut poly = [0.0, -self.entry_complementarity, 0.0];
         let mut check = 0.0;
-        let (p, dp) = (&t.p[..rounds], &t.dp[..rounds]);
-        let (flow, rcorr) = (&mut t.flow[..rounds], &mut t.rcorr[..rounds]);
-        let (g, dx) = (&mut w.g[..rounds], &mut w.out[..rounds]);
-        let (c1, c3) = (&mut w.c1[..rounds], &mut w.c3[..rounds]);
-        for k in 0..inst.buyers() {
-            let a = row(&inst.a, k, rounds);
-            let n = inst.n[k];
-            let (z, v) = (row(&e.z, k, rounds), row(&e.v, k, rounds));
-            let (ix, iy) = (row(&e.ix, k, rounds), row(&e.iy, k, rounds));
-            let isig = row(&e.isig, k, rounds);
-            let (cxi, cvi) = (
-                row_mut(&mut e.cxi, k, rounds),
-                row_mut(&mut e.cvi, k, rounds),
+        let runs = round_runs(rounds, threads);
+        for chunk in self.split.chunks(inst.buyers()) {
+            let part = Part::new(
+                &mut self.e,
+                &mut self.b,
+                &mut self.out,
+                chunk.clone(),
+                rounds,
             );
-            let dx_store = row_mut(&mut e.dx, k, rounds);
-            let ceiling = inst.ceil[k].is_finite();
-            let inverse = RowInverse::new(a, isig, b.kappa[k], b.dominant[k], b.dominant_loo[k]);
-            let (r, beta, br) = (b.r[k], b.beta[k], b.br[k]);
-            // g = h - n dp, with h evaluated exactly as in every other call of this pass (the
-            // same bits) and the price step subtracted last: iterative refinement moves `dp` by
-            // tiny amounts, and rounding `p + dp` afresh would add a new error on each try that
-            // `M^{-1}` amplifies by `1 / sigma` on fractional entries (up to ~1/mu), so the
-            // refined residual would never settle (seen stalling at a gap of 2e-7).
-            match pass {
-                Pass::Predictor => {
-                    let coef = b.coef[k];
-                    for j in 0..rounds {
-                        g[j] = (coef * a[j] - n * p[j]) - n * dp[j];
-                    }
-                }
-                Pass::Corrector { target } => {
-                    let coef = if ceiling {
-                        b.coef[k] + (b.cr[k] - target) / r
-                    } else {
-                        b.coef[k]
-                    };
-                    for j in 0..rounds {
-                        let h =
-                            (coef * a[j] - n * p[j]) + target * (ix[j] - iy[j]) + cvi[j] - cxi[j];
-                        g[j] = h - n * dp[j];
-                    }
-                }
-            }
-            let total = inverse.apply(g, dx);
-            // a.dx in closed form: summing a_e dx_e would cancel the large components of a tie
-            // (equal bang per buck in two rounds), which are orthogonal to a.
-            let du = total / (b.gamma[k] * b.kappa[k]);
-            for j in 0..rounds {
-                flow[j] += n * dx[j];
-            }
-            let (mut lp, mut ld) = (0.0f64, 0.0f64);
-            match pass {
-                Pass::Predictor => {
-                    // dz = -z (1 + dx/x) and dv = -v (1 - dx/y), so the dual limits are
-                    // 1 + dx/x and 1 - dx/y, and x dz + y dv = -(x z + y v) - dx (z - v).
-                    for j in 0..rounds {
-                        let d = dx[j];
-                        let (px, py) = (-d * ix[j], d * iy[j]);
-                        let dz = -z[j] - z[j] * ix[j] * d;
-                        let dv = -v[j] + v[j] * iy[j] * d;
-                        let (qz, qv) = (1.0 - px, 1.0 - py);
-                        lp = if px > lp { px } else { lp };
-                        lp = if py > lp { py } else { lp };
-                        ld = if qz > ld { qz } else { ld };
-                        ld = if qv > ld { qv } else { ld };
-                        c1[j] = d * (z[j] - v[j]);
-                        c3[j] = d * (dz - dv);
-                        cxi[j] = d * dz * ix[j];
-                        cvi[j] = -d * dv * iy[j];
-                    }
-                    let entries_c1 = lane_sum(c1);
-                    poly[0] += entries_c1;
-                    poly[1] -= entries_c1;
-                    poly[2] += lane_sum(c3);
-                    let mut cr = 0.0;
-                    if ceiling {
-                        let dbeta = br * (du - (r - b.rc[k]));
-                        let dr = (-r * beta - r * dbeta) / beta;
-                        lp = lp.max(-dr / r);
-                        ld = ld.max(-dbeta / beta);
-                        cr = dr * dbeta;
-                        poly[0] += dr * beta;
-                        poly[1] += r * dbeta;
+            let (p, dp) = (&t.p[..rounds], &t.dp[..rounds]);
+            on_threads(
+                part.divide(threads, rounds),
+                avx2,
+                #[inline(always)]
+                |part| {
+                    back_substitute_jobs::<W>(inst, (p, dp), pass, part);
+                },
+            );
+            let out = &self.out;
+            for (k, job) in chunk.clone().enumerate() {
+                let [lp, ld, du, c1, c3, cb, rdb, cr] = scalars(&out.scalars, k);
+                if pass == Pass::Predictor {
+                    poly[0] += c1;
+                    poly[1] -= c1;
+                    poly[2] += c3;
+                    if inst.ceil[job].is_finite() {
+                        poly[0] += cb;
+                        poly[1] += rdb;
                         poly[2] += cr;
                     }
-                    b.cr[k] = cr;
-                    // sum n M^{-1} hc, hc = -dx dz / x - dx dv / y (+ a cr / r).
-                    let lift = if ceiling { cr / r } else { 0.0 };
-                    for j in 0..rounds {
-                        g[j] = cvi[j] - cxi[j] + lift * a[j];
-                    }
-                    inverse.apply(g, dx);
-                    for j in 0..rounds {
-                        rcorr[j] += n * dx[j];
-                    }
                 }
-                Pass::Corrector { target } => {
-                    for j in 0..rounds {
-                        let d = dx[j];
-                        dx_store[j] = d;
-                        let dz = target * ix[j] - cxi[j] - z[j] - z[j] * ix[j] * d;
-                        let dv = target * iy[j] - cvi[j] - v[j] + v[j] * iy[j] * d;
-                        let (px, py) = (-d * ix[j], d * iy[j]);
-                        let m = live(a[j]);
-                        let qz = -dz * (m / (z[j] + (1.0 - m)));
-                        let qv = -dv * (m / (v[j] + (1.0 - m)));
-                        lp = if px > lp { px } else { lp };
-                        lp = if py > lp { py } else { lp };
-                        ld = if qz > ld { qz } else { ld };
-                        ld = if qv > ld { qv } else { ld };
-                    }
-                    if ceiling {
-                        let cr = b.cr[k];
-                        let qc = -b.rc[k] - (target - cr) / beta + r;
-                        let dbeta = br * (du - qc);
-                        let dr = (target - cr - r * beta - r * dbeta) / beta;
-                        b.dbeta[k] = dbeta;
-                        b.dr[k] = dr;
-                        lp = lp.max(-dr / r);
-                        ld = ld.max(-dbeta / beta);
-                    } else {
-                        b.dbeta[k] = 0.0;
-                        b.dr[k] = 0.0;
-                    }
-                }
+                limits.primal = limits.primal.max(lp);
+                limits.dual = limits.dual.max(ld);
+                check += du + lp + ld;
             }
-            limits.primal = limits.primal.max(lp);
-            limits.dual = limits.dual.max(ld);
-            check += du + lp + ld;
+            let tasks: Vec<_> = split_runs(&mut t.flow[..rounds], &runs, 1)
+                .into_iter()
+                .zip(split_runs(&mut t.rcorr[..rounds], &runs, 1))
+                .zip(runs.iter().cloned())
+                .collect();
+            let private = tasks.len() > 1;
+            on_threads(
+                tasks,
+                avx2,
+                #[inline(always)]
+                |((flow, rcorr), run)| {
+                    privately(private, [flow, rcorr], |[flow, rcorr]| {
+                        for (k, job) in chunk.clone().enumerate() {
+                            let n = inst.n[job];
+                            let dx = &row(&out.o1, k, rounds)[run.clone()];
+                            for j in 0..run.len() {
+                                flow[j] += n * dx[j];
+                            }
+                            if pass == Pass::Predictor {
+                                let dx = &row(&out.o2, k, rounds)[run.clone()];
+                                for j in 0..run.len() {
+                                    rcorr[j] += n * dx[j];
+                                }
+                            }
+                        }
+                    });
+                },
+            );
         }
 
         let (target, corr) = match pass {
@@ -405,6 +330,300 @@ impl InteriorPoint {
             poly,
             check,
         }
+    }
+}
+
+/// Job `k`'s [`SCALARS`] per-job values of a chunk.
+#[inline(always)]
+fn scalars(values: &[f64], k: usize) -> [f64; SCALARS] {
+    let mut out = [0.0; SCALARS];
+    out.copy_from_slice(row(values, k, SCALARS));
+    out
+}
+
+/// [`InteriorPoint::prepare_scalar`]'s work on each job of a run: apply the pending step to its
+/// entries, then its reciprocals, utility, `gamma`, `kappa` and dominant entry; its contributions
+/// to the price system's diagonal (`o3`) and to the price right-hand sides (`M^{-1} h0` in `o1`,
+/// `M^{-1} h_tau` in `o2`), and its `sum x z + y v` (scalar 0).
+#[inline(always)]
+fn prepare_jobs<const W: usize>(
+    inst: &Instance,
+    p: &[f64],
+    pending: Option<Pending>,
+    part: Part<'_>,
+) {
+    let rounds = width::<W>(inst);
+    let (e, b, out) = (part.e, part.b, part.out);
+    let mut scratch = vec![0.0; 4 * rounds];
+    let (g, rest) = scratch.split_at_mut(rounds);
+    let (g2, rest) = rest.split_at_mut(rounds);
+    let (q, comp) = rest.split_at_mut(rounds);
+    let (g, g2, q, comp) = (
+        &mut g[..rounds],
+        &mut g2[..rounds],
+        &mut q[..rounds],
+        &mut comp[..rounds],
+    );
+    for k in 0..part.jobs {
+        let job = part.first + k;
+        let a = row(&inst.a, job, rounds);
+        let n = inst.n[job];
+        let (x, y) = (row_mut(e.x, k, rounds), row_mut(e.y, k, rounds));
+        let (z, v) = (row_mut(e.z, k, rounds), row_mut(e.v, k, rounds));
+        let (ix, iy) = (row_mut(e.ix, k, rounds), row_mut(e.iy, k, rounds));
+        let isig = row_mut(e.isig, k, rounds);
+        if let Some(step) = pending {
+            let (dx, cxi, cvi) = (
+                row(e.dx, k, rounds),
+                row(e.cxi, k, rounds),
+                row(e.cvi, k, rounds),
+            );
+            for j in 0..rounds {
+                update_entry(
+                    step,
+                    (&mut x[j], &mut y[j], &mut z[j], &mut v[j]),
+                    (ix[j], iy[j], cxi[j], cvi[j], dx[j]),
+                );
+            }
+        }
+        let u = inst.c[job] + lane_dot(a, x);
+        b.u[k] = u;
+        let ceiling = inst.ceil[job].is_finite();
+        if ceiling {
+            b.br[k] = b.beta[k] / b.r[k];
+            b.rc[k] = u + b.r[k] - inst.ceil[job];
+        } else {
+            b.br[k] = 0.0;
+            b.rc[k] = 0.0;
+        }
+        b.coef[k] = inst.w[job] / u - b.br[k] * b.rc[k];
+        let gamma = inst.w[job] / (u * u) + b.br[k];
+        b.gamma[k] = gamma;
+        let inv_gamma = 1.0 / gamma;
+        for j in 0..rounds {
+            // Branch-free masking: `m` is 1 on purchasable entries (then every reciprocal is
+            // the plain one, bit for bit) and 0 on the others, whose stored x = z = v = 0,
+            // y = 1 make every denominator 1 and every reciprocal 0.
+            let m = live(a[j]);
+            let rx = m / (x[j] + (1.0 - m));
+            let ry = m / y[j];
+            ix[j] = rx;
+            iy[j] = ry;
+            let is = m / (z[j] * rx + v[j] * ry + (1.0 - m));
+            isig[j] = is;
+            q[j] = a[j] * a[j] * is;
+            comp[j] = x[j] * z[j] + y[j] * v[j];
+        }
+        out.scalars[k * SCALARS] = lane_sum(comp);
+        let kappa = inv_gamma + lane_sum(q);
+        b.kappa[k] = kappa;
+        let dominant = dominant_entry(q, kappa);
+        b.dominant[k] = dominant;
+        if dominant != NONE {
+            // L of the dominant entry, summed directly (kappa - q would cancel).
+            let own = std::mem::replace(&mut q[dominant], 0.0);
+            b.dominant_loo[k] = inv_gamma + lane_sum(q);
+            q[dominant] = own;
+        }
+        let inverse = RowInverse::new(a, isig, kappa, dominant, b.dominant_loo[k]);
+        let n2 = n * n;
+        // Diagonal: n^2 L / (sigma kappa) (the off-diagonal terms: [`schur_rows`]).
+        let diag = row_mut(out.o3, k, rounds);
+        for tt in 0..rounds {
+            // L = kappa - q off the dominant entry.
+            let loo = if tt == dominant {
+                b.dominant_loo[k]
+            } else {
+                kappa - q[tt]
+            };
+            diag[tt] = n2 * (loo * isig[tt] * inverse.inv_kappa);
+        }
+        // M^{-1} h0, h0 = coef a - n p, and M^{-1} h_tau, h_tau = 1/x - 1/y (- a / r).
+        let coef = b.coef[k];
+        let lift = if ceiling { -1.0 / b.r[k] } else { 0.0 };
+        for j in 0..rounds {
+            g[j] = coef * a[j] - n * p[j];
+            g2[j] = ix[j] - iy[j] + lift * a[j];
+        }
+        let (o1, o2) = (row_mut(out.o1, k, rounds), row_mut(out.o2, k, rounds));
+        inverse.apply_pair((g, g2), (o1, o2));
+    }
+}
+
+/// The off-diagonal terms of the price system of the jobs `jobs` on its rows `run`
+/// (`schur` holds those rows): `- n^2 d d^T / kappa` with `d = a / sigma`, subtracted four jobs
+/// at a time (blocks of four from job 0; in a last, shorter block the missing jobs weigh 0 and
+/// keep the rows of the block before, as the fused loop left them).
+#[inline(always)]
+fn schur_rows<const W: usize>(
+    inst: &Instance,
+    (e, b): (&Entries, &Buyers),
+    jobs: Range<usize>,
+    (schur, run): (&mut [f64], Range<usize>),
+    rounds: usize,
+) {
+    let mut d = vec![0.0; SCHUR_BLOCK * rounds];
+    let mut scales = [0.0; SCHUR_BLOCK];
+    let fill = |d: &mut [f64], job: usize| {
+        let (a, isig) = (row(&inst.a, job, rounds), row(&e.isig, job, rounds));
+        let d = &mut d[..rounds];
+        for tt in 0..rounds {
+            d[tt] = a[tt] * isig[tt];
+        }
+    };
+    if jobs.start >= SCHUR_BLOCK {
+        for (slot, d) in d.chunks_exact_mut(rounds).enumerate() {
+            fill(d, jobs.start - SCHUR_BLOCK + slot);
+        }
+    }
+    for block in jobs.clone().step_by(SCHUR_BLOCK) {
+        for (slot, (d, scale)) in d.chunks_exact_mut(rounds).zip(&mut scales).enumerate() {
+            let job = block + slot;
+            if job < jobs.end {
+                fill(d, job);
+                let n = inst.n[job];
+                *scale = n * n / b.kappa[job];
+            } else {
+                *scale = 0.0;
+            }
+        }
+        subtract_outer_products::<W>(schur, rounds, run.clone(), &d, &scales);
+    }
+}
+
+/// [`InteriorPoint::back_substitute_scalar`]'s work on each job of a run: its direction (in
+/// `o1`, the supply residual's terms), its step limits and `a.dx` (scalars 0 to 2), and in the
+/// predictor its second-order terms, their sums over the entries (scalars 3 to 7) and
+/// `M^{-1} hc` (in `o2`), or in the corrector the stored direction and ceiling steps.
+#[inline(always)]
+fn back_substitute_jobs<const W: usize>(
+    inst: &Instance,
+    (p, dp): (&[f64], &[f64]),
+    pass: Pass,
+    part: Part<'_>,
+) {
+    let rounds = width::<W>(inst);
+    let (e, b, out) = (part.e, part.b, part.out);
+    let mut scratch = vec![0.0; 3 * rounds];
+    let (g, rest) = scratch.split_at_mut(rounds);
+    let (c1, c3) = rest.split_at_mut(rounds);
+    let (g, c1, c3) = (&mut g[..rounds], &mut c1[..rounds], &mut c3[..rounds]);
+    for k in 0..part.jobs {
+        let job = part.first + k;
+        let a = row(&inst.a, job, rounds);
+        let n = inst.n[job];
+        let (z, v) = (row(e.z, k, rounds), row(e.v, k, rounds));
+        let (ix, iy) = (row(e.ix, k, rounds), row(e.iy, k, rounds));
+        let isig = row(e.isig, k, rounds);
+        let (cxi, cvi) = (row_mut(e.cxi, k, rounds), row_mut(e.cvi, k, rounds));
+        let dx_store = row_mut(e.dx, k, rounds);
+        let ceiling = inst.ceil[job].is_finite();
+        let inverse = RowInverse::new(a, isig, b.kappa[k], b.dominant[k], b.dominant_loo[k]);
+        let (r, beta, br) = (b.r[k], b.beta[k], b.br[k]);
+        // g = h - n dp, with h evaluated exactly as in every other call of this pass (the
+        // same bits) and the price step subtracted last: iterative refinement moves `dp` by
+        // tiny amounts, and rounding `p + dp` afresh would add a new error on each try that
+        // `M^{-1}` amplifies by `1 / sigma` on fractional entries (up to ~1/mu), so the
+        // refined residual would never settle (seen stalling at a gap of 2e-7).
+        match pass {
+            Pass::Predictor => {
+                let coef = b.coef[k];
+                for j in 0..rounds {
+                    g[j] = (coef * a[j] - n * p[j]) - n * dp[j];
+                }
+            }
+            Pass::Corrector { target } => {
+                let coef = if ceiling {
+                    b.coef[k] + (b.cr[k] - target) / r
+                } else {
+                    b.coef[k]
+                };
+                for j in 0..rounds {
+                    let h = (coef * a[j] - n * p[j]) + target * (ix[j] - iy[j]) + cvi[j] - cxi[j];
+                    g[j] = h - n * dp[j];
+                }
+            }
+        }
+        let dx = row_mut(out.o1, k, rounds);
+        let total = inverse.apply(g, dx);
+        // a.dx in closed form: summing a_e dx_e would cancel the large components of a tie
+        // (equal bang per buck in two rounds), which are orthogonal to a.
+        let du = total / (b.gamma[k] * b.kappa[k]);
+        let (mut lp, mut ld) = (0.0f64, 0.0f64);
+        let sums = row_mut(out.scalars, k, SCALARS);
+        match pass {
+            Pass::Predictor => {
+                // dz = -z (1 + dx/x) and dv = -v (1 - dx/y), so the dual limits are
+                // 1 + dx/x and 1 - dx/y, and x dz + y dv = -(x z + y v) - dx (z - v).
+                for j in 0..rounds {
+                    let d = dx[j];
+                    let (px, py) = (-d * ix[j], d * iy[j]);
+                    let dz = -z[j] - z[j] * ix[j] * d;
+                    let dv = -v[j] + v[j] * iy[j] * d;
+                    let (qz, qv) = (1.0 - px, 1.0 - py);
+                    lp = if px > lp { px } else { lp };
+                    lp = if py > lp { py } else { lp };
+                    ld = if qz > ld { qz } else { ld };
+                    ld = if qv > ld { qv } else { ld };
+                    c1[j] = d * (z[j] - v[j]);
+                    c3[j] = d * (dz - dv);
+                    cxi[j] = d * dz * ix[j];
+                    cvi[j] = -d * dv * iy[j];
+                }
+                sums[3] = lane_sum(c1);
+                sums[4] = lane_sum(c3);
+                let mut cr = 0.0;
+                if ceiling {
+                    let dbeta = br * (du - (r - b.rc[k]));
+                    let dr = (-r * beta - r * dbeta) / beta;
+                    lp = lp.max(-dr / r);
+                    ld = ld.max(-dbeta / beta);
+                    cr = dr * dbeta;
+                    sums[5] = dr * beta;
+                    sums[6] = r * dbeta;
+                    sums[7] = cr;
+                }
+                b.cr[k] = cr;
+                // M^{-1} hc, hc = -dx dz / x - dx dv / y (+ a cr / r).
+                let lift = if ceiling { cr / r } else { 0.0 };
+                for j in 0..rounds {
+                    g[j] = cvi[j] - cxi[j] + lift * a[j];
+                }
+                inverse.apply(g, row_mut(out.o2, k, rounds));
+            }
+            Pass::Corrector { target } => {
+                for j in 0..rounds {
+                    let d = dx[j];
+                    dx_store[j] = d;
+                    let dz = target * ix[j] - cxi[j] - z[j] - z[j] * ix[j] * d;
+                    let dv = target * iy[j] - cvi[j] - v[j] + v[j] * iy[j] * d;
+                    let (px, py) = (-d * ix[j], d * iy[j]);
+                    let m = live(a[j]);
+                    let qz = -dz * (m / (z[j] + (1.0 - m)));
+                    let qv = -dv * (m / (v[j] + (1.0 - m)));
+                    lp = if px > lp { px } else { lp };
+                    lp = if py > lp { py } else { lp };
+                    ld = if qz > ld { qz } else { ld };
+                    ld = if qv > ld { qv } else { ld };
+                }
+                if ceiling {
+                    let cr = b.cr[k];
+                    let qc = -b.rc[k] - (target - cr) / beta + r;
+                    let dbeta = br * (du - qc);
+                    let dr = (target - cr - r * beta - r * dbeta) / beta;
+                    b.dbeta[k] = dbeta;
+                    b.dr[k] = dr;
+                    lp = lp.max(-dr / r);
+                    ld = ld.max(-dbeta / beta);
+                } else {
+                    b.dbeta[k] = 0.0;
+                    b.dr[k] = 0.0;
+                }
+            }
+        }
+        sums[0] = lp;
+        sums[1] = ld;
+        sums[2] = du;
     }
 }
 

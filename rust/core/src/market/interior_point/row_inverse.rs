@@ -2,6 +2,8 @@
 //! the leave-one-out Sherman-Morrison form, and the rank-one terms it subtracts from the price
 //! system.
 
+use std::ops::Range;
+
 use super::super::linalg::lanes::lane_sum;
 use super::{NONE, SCHUR_BLOCK};
 
@@ -110,12 +112,15 @@ impl<'a> RowInverse<'a> {
     }
 }
 
-/// `S -= sum_l scales_l d_l d_l^T` on the upper triangle of the `rounds x rounds` matrix `S`, for
-/// the [`SCHUR_BLOCK`] rows `d_l` of `rows` (one read and write of `S` per block of rows).
+/// `S -= sum_l scales_l d_l d_l^T` on the upper triangle of the rows `run` of the
+/// `rounds x rounds` matrix `S` (`schur` holds those rows), for the [`SCHUR_BLOCK`] rows `d_l` of
+/// `rows` (one read and write of `S` per block of rows). Each element is computed the same way
+/// whatever the run.
 #[inline(always)]
 pub(super) fn subtract_outer_products<const W: usize>(
     schur: &mut [f64],
     rounds: usize,
+    run: Range<usize>,
     rows: &[f64],
     scales: &[f64; SCHUR_BLOCK],
 ) {
@@ -124,10 +129,11 @@ pub(super) fn subtract_outer_products<const W: usize>(
     let (d1, rest) = rest.split_at(rounds);
     let (d2, d3) = rest.split_at(rounds);
     let d3 = &d3[..rounds];
-    for tt in 0..rounds {
+    let first = run.start;
+    for tt in run {
         let (c0, c1) = (scales[0] * d0[tt], scales[1] * d1[tt]);
         let (c2, c3) = (scales[2] * d2[tt], scales[3] * d3[tt]);
-        let row = &mut schur[tt * rounds + tt + 1..(tt + 1) * rounds];
+        let row = &mut schur[(tt - first) * rounds + tt + 1..(tt - first + 1) * rounds];
         let tail = tt + 1..rounds;
         let (e0, e1, e2, e3) = (
             &d0[tail.clone()],

@@ -9,24 +9,24 @@ use super::SCHUR_BLOCK;
 /// reciprocals, slots without a purchasable entry `y = 1, v = 0`, which removes them from every
 /// sum.
 #[derive(Default)]
-pub(super) struct Entries {
-    pub(super) x: Vec<f64>,
+pub(super) struct Entries<V = Vec<f64>> {
+    pub(super) x: V,
     /// Slack of the slot's cap, `y = 1 - sum_k x` (per slot).
-    pub(super) y: Vec<f64>,
-    pub(super) z: Vec<f64>,
+    pub(super) y: V,
+    pub(super) z: V,
     /// Multiplier of the slot's cap (per slot).
-    pub(super) v: Vec<f64>,
+    pub(super) v: V,
     /// Reciprocals of x, y (per slot) and, with one type, sigma of the current point (0 where
     /// not purchasable).
-    pub(super) ix: Vec<f64>,
-    pub(super) iy: Vec<f64>,
-    pub(super) isig: Vec<f64>,
+    pub(super) ix: V,
+    pub(super) iy: V,
+    pub(super) isig: V,
     /// The current (corrector) share direction.
-    pub(super) dx: Vec<f64>,
+    pub(super) dx: V,
     /// Second-order terms of the predictor over the bounds: `dx dz / x` (per entry) and
     /// `dy dv / y` (per slot).
-    pub(super) cxi: Vec<f64>,
-    pub(super) cvi: Vec<f64>,
+    pub(super) cxi: V,
+    pub(super) cvi: V,
 }
 
 /// With GPU types: each job's Newton block, `M = diag(zeta) + (per slot) eta 1 1^T + gamma a a^T`
@@ -59,26 +59,26 @@ pub(super) struct Typed {
 
 /// Per-buyer state.
 #[derive(Default)]
-pub(super) struct Buyers {
-    pub(super) u: Vec<f64>,
+pub(super) struct Buyers<V = Vec<f64>, I = Vec<usize>> {
+    pub(super) u: V,
     /// Ceiling slack and multiplier (unused without a ceiling).
-    pub(super) r: Vec<f64>,
-    pub(super) beta: Vec<f64>,
+    pub(super) r: V,
+    pub(super) beta: V,
     /// `beta / r` and the ceiling residual `u + r - ubar` (0 without a ceiling).
-    pub(super) br: Vec<f64>,
-    pub(super) rc: Vec<f64>,
+    pub(super) br: V,
+    pub(super) rc: V,
     /// `gamma = w / u^2 + beta / r` and `kappa = 1 / gamma + sum a^2 / sigma`.
-    pub(super) gamma: Vec<f64>,
-    pub(super) kappa: Vec<f64>,
+    pub(super) gamma: V,
+    pub(super) kappa: V,
     /// Coefficient of `a` in `h0`: `w / u - (beta / r) rc`.
-    pub(super) coef: Vec<f64>,
+    pub(super) coef: V,
     /// The row's dominant entry ([`NONE`] if none) and its leave-one-out sum `L`.
-    pub(super) dominant: Vec<usize>,
-    pub(super) dominant_loo: Vec<f64>,
+    pub(super) dominant: I,
+    pub(super) dominant_loo: V,
     /// Predictor's `dr dbeta`, and the corrector's ceiling steps.
-    pub(super) cr: Vec<f64>,
-    pub(super) dr: Vec<f64>,
-    pub(super) dbeta: Vec<f64>,
+    pub(super) cr: V,
+    pub(super) dr: V,
+    pub(super) dbeta: V,
 }
 
 /// Per-round state.
@@ -106,9 +106,8 @@ pub(super) struct Rounds {
 pub(super) struct Scratch {
     pub(super) g: Vec<f64>,
     pub(super) out: Vec<f64>,
-    /// A second right-hand side and its solution (the pair solved together in `prepare`).
+    /// A second right-hand side (the pair solved together in `prepare`).
     pub(super) g2: Vec<f64>,
-    pub(super) out2: Vec<f64>,
     /// The price system's diagonal, accumulated apart from its (strided) place in the matrix.
     pub(super) diag: Vec<f64>,
     pub(super) q: Vec<f64>,

@@ -528,7 +528,13 @@ impl InteriorPoint {
             schur_scales[slot] = n2 / kappa;
             if slot == SCHUR_BLOCK - 1 || k + 1 == inst.buyers() {
                 schur_scales[slot + 1..].fill(0.0);
-                subtract_outer_products::<0>(&mut self.schur, goods, schur_rows, schur_scales);
+                subtract_outer_products::<0>(
+                    &mut self.schur,
+                    goods,
+                    0..goods,
+                    schur_rows,
+                    schur_scales,
+                );
             }
             // Pass C: sum n M^{-1} h0 and sum n M^{-1} h_tau.
             let inverse = SlotInverse::<K>::new((&kk.hata, &kk.r, &kk.n), k, rounds, dominant);

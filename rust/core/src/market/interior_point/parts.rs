@@ -1,0 +1,444 @@
+//! The split of the one-type passes over threads, deterministically.
+//!
+//! A pass visits the jobs in chunks of consecutive jobs. Each chunk is handled in two phases:
+//! 1. *per job* (split into runs of consecutive jobs, one per thread): everything that reads and
+//!    writes only the job's own rows and scalars, leaving each job's contributions to the sums
+//!    over jobs in the chunk's output rows ([`Outputs`]);
+//! 2. *over jobs* (split by rounds, one run of rounds per thread): the sums over jobs, each
+//!    element accumulated job after job in the jobs' order, and the sums of per-job scalars, in
+//!    the jobs' order on one thread.
+//!
+//! Every floating-point operation is the one the fused single-threaded loop performed, in the
+//! same order: the results are the same bits for any number of threads and any chunk length.
+//! With one thread the chunks are short (their output rows stay in the first-level cache); with
+//! several, long (each phase starts its threads once per chunk).
+
+use std::ops::Range;
+use std::sync::Mutex;
+
+use super::state::{Buyers, Entries};
+
+/// Jobs per thread below which a solve does not spread its passes (measured: see
+/// `benches/README.md`, issue 24).
+pub(crate) const JOBS_PER_THREAD: usize = 256;
+/// Jobs per chunk with one thread (output rows of `3 x 32 x T` values: 15 KiB at `T = 20`).
+const SERIAL_CHUNK: usize = 32;
+/// Jobs per thread in a chunk with several threads (output rows of 480 KiB at `T = 20` with two
+/// threads, within the second-level caches).
+const PARALLEL_CHUNK: usize = 1024;
+/// Per-job scalars a pass leaves for the sums over jobs.
+pub(super) const SCALARS: usize = 8;
+
+/// Where a pass leaves each job's contributions to the sums over jobs: three values per entry
+/// and [`SCALARS`] per job, for the jobs of one chunk.
+#[derive(Default)]
+pub(super) struct Outputs<V = Vec<f64>> {
+    pub(super) o1: V,
+    pub(super) o2: V,
+    pub(super) o3: V,
+    pub(super) scalars: V,
+}
+
+/// How the one-type passes are split: the threads and the chunk length, and whether the CPU has
+/// AVX2 and the solve uses it.
+pub(super) struct Split {
+    pub(super) threads: usize,
+    pub(super) chunk: usize,
+    pub(super) avx2: bool,
+}
+
+impl Split {
+    /// `threads` resolved threads (at least 1) for a market of `jobs` jobs.
+    pub(super) fn new(threads: usize, jobs: usize) -> Self {
+        let threads = threads.max(1);
+        let chunk = if threads == 1 {
+            SERIAL_CHUNK
+        } else {
+            threads * PARALLEL_CHUNK
+        };
+        Self {
+            threads,
+            chunk: chunk.min(jobs.max(1)),
+            avx2: false,
+        }
+    }
+
+    /// The chunks of `jobs` jobs, in order (each a multiple of four jobs long but the last).
+    pub(super) fn chunks(&self, jobs: usize) -> impl Iterator<Item = Range<usize>> {
+        let chunk = self.chunk.next_multiple_of(4);
+        (0..jobs)
+            .step_by(chunk)
+            .map(move |first| first..(first + chunk).min(jobs))
+    }
+}
+
+/// Chunk output rows for `split` over `rounds`-long rows.
+pub(super) fn outputs(split: &Split, rounds: usize) -> Outputs {
+    let chunk = split.chunk.next_multiple_of(4);
+    let e = || vec![0.0; chunk * rounds];
+    Outputs {
+        o1: e(),
+        o2: e(),
+        o3: e(),
+        scalars: vec![0.0; chunk * SCALARS],
+    }
+}
+
+/// Split a slice at `at`, or at its end if shorter (the unused arrays are empty).
+fn cut<T>(values: &mut [T], at: usize) -> (&mut [T], &mut [T]) {
+    values.split_at_mut(at.min(values.len()))
+}
+
+/// Split every field of a struct of slices at the same point.
+macro_rules! split_fields {
+    ($value:expr, $at:expr, $ty:ident { $($field:ident),* }) => {{
+        let value = $value;
+        let at = $at;
+        $(let $field = cut(value.$field, at);)*
+        ($ty { $($field: $field.0),* }, $ty { $($field: $field.1),* })
+    }};
+}
+
+/// Borrow every field of a struct of vectors as a slice.
+macro_rules! slice_fields {
+    ($value:expr, $ty:ident { $($field:ident),* }) => {
+        $ty { $($field: &mut $value.$field[..]),* }
+    };
+}
+
+type EntryRows<'a> = Entries<&'a mut [f64]>;
+type BuyerRows<'a> = Buyers<&'a mut [f64], &'a mut [usize]>;
+
+/// A run of consecutive jobs, `first..first + jobs`: their rows of the per-entry state, their
+/// per-buyer state and their chunk output rows, indexed from 0.
+pub(super) struct Part<'a> {
+    pub(super) first: usize,
+    pub(super) jobs: usize,
+    pub(super) e: EntryRows<'a>,
+    pub(super) b: BuyerRows<'a>,
+    pub(super) out: Outputs<&'a mut [f64]>,
+}
+
+impl<'a> Part<'a> {
+    /// The jobs `range` of the state, with the first rows of the chunk outputs.
+    pub(super) fn new(
+        e: &'a mut Entries,
+        b: &'a mut Buyers,
+        out: &'a mut Outputs,
+        range: Range<usize>,
+        rounds: usize,
+    ) -> Self {
+        let e = slice_fields!(
+            e,
+            Entries {
+                x,
+                y,
+                z,
+                v,
+                ix,
+                iy,
+                isig,
+                dx,
+                cxi,
+                cvi
+            }
+        );
+        let b = slice_fields!(
+            b,
+            Buyers {
+                u,
+                r,
+                beta,
+                br,
+                rc,
+                gamma,
+                kappa,
+                coef,
+                dominant,
+                dominant_loo,
+                cr,
+                dr,
+                dbeta
+            }
+        );
+        let out = slice_fields!(
+            out,
+            Outputs {
+                o1,
+                o2,
+                o3,
+                scalars
+            }
+        );
+        let whole = Self {
+            first: 0,
+            jobs: usize::MAX,
+            e,
+            b,
+            out,
+        };
+        let (_, rest) = whole.split_at(range.start, rounds, false);
+        let (part, _) = rest.split_at(range.len(), rounds, true);
+        part
+    }
+
+    /// The first `jobs` jobs and the rest; `outputs`: whether the chunk outputs are split too
+    /// (else they stay with the second part).
+    fn split_at(self, jobs: usize, rounds: usize, outputs: bool) -> (Self, Self) {
+        let (entries, scalars) = if outputs {
+            (jobs * rounds, jobs * SCALARS)
+        } else {
+            (0, 0)
+        };
+        let (e0, e1) = split_fields!(
+            self.e,
+            jobs * rounds,
+            Entries {
+                x,
+                y,
+                z,
+                v,
+                ix,
+                iy,
+                isig,
+                dx,
+                cxi,
+                cvi
+            }
+        );
+        let (b0, b1) = split_fields!(
+            self.b,
+            jobs,
+            Buyers {
+                u,
+                r,
+                beta,
+                br,
+                rc,
+                gamma,
+                kappa,
+                coef,
+                dominant,
+                dominant_loo,
+                cr,
+                dr,
+                dbeta
+            }
+        );
+        let (o1, o2) = {
+            let out = self.out;
+            let (a, b) = cut(out.o1, entries);
+            let (c, d) = cut(out.o2, entries);
+            let (f, g) = cut(out.o3, entries);
+            let (h, i) = cut(out.scalars, scalars);
+            (
+                Outputs {
+                    o1: a,
+                    o2: c,
+                    o3: f,
+                    scalars: h,
+                },
+                Outputs {
+                    o1: b,
+                    o2: d,
+                    o3: g,
+                    scalars: i,
+                },
+            )
+        };
+        (
+            Self {
+                first: self.first,
+                jobs,
+                e: e0,
+                b: b0,
+                out: o1,
+            },
+            Self {
+                first: self.first + jobs,
+                jobs: self.jobs.saturating_sub(jobs),
+                e: e1,
+                b: b1,
+                out: o2,
+            },
+        )
+    }
+
+    /// Split into `threads` runs of consecutive jobs of (nearly) equal length.
+    pub(super) fn divide(self, threads: usize, rounds: usize) -> Vec<Self> {
+        let threads = threads.clamp(1, self.jobs.max(1));
+        let mut parts = Vec::with_capacity(threads);
+        let mut rest = self;
+        for left in (1..=threads).rev() {
+            let take = rest.jobs.div_ceil(left);
+            let (part, tail) = rest.split_at(take, rounds, true);
+            parts.push(part);
+            rest = tail;
+        }
+        parts
+    }
+}
+
+/// Run `work` on every item, one thread each (the first on the calling thread; an item whose
+/// thread cannot be started also runs there); with `avx2`, compiled with AVX2 (see
+/// [`with_avx2`]: `work` must be an `#[inline(always)]` closure).
+pub(super) fn on_threads<T: Send>(items: Vec<T>, avx2: bool, work: impl Fn(T) + Sync) {
+    let work = |item: T| with_avx2(avx2, &work, item);
+    let mut items = items.into_iter();
+    let Some(first) = items.next() else {
+        return;
+    };
+    let rest: Vec<T> = items.collect();
+    if rest.is_empty() {
+        work(first);
+        return;
+    }
+    let slots: Vec<Mutex<Option<T>>> = rest
+        .into_iter()
+        .map(|item| Mutex::new(Some(item)))
+        .collect();
+    let run = |slot: &Mutex<Option<T>>| {
+        if let Some(item) = slot.lock().ok().and_then(|mut item| item.take()) {
+            work(item);
+        }
+    };
+    std::thread::scope(|scope| {
+        let mut unstarted = Vec::new();
+        for slot in &slots {
+            let run = &run;
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, move || run(slot))
+                .is_err()
+            {
+                unstarted.push(slot);
+            }
+        }
+        work(first);
+        for slot in unstarted {
+            run(slot);
+        }
+    });
+}
+
+/// `work(item)`, with `avx2` (set only where the CPU has AVX2) compiled with AVX2 as
+/// [`super::InteriorPoint::run`] compiles the method: wider vectors, the same operations in the
+/// same order, no fused multiply-add, so the same bits. The passes' closures are
+/// `#[inline(always)]`, so that their bodies are compiled into this copy.
+#[inline(always)]
+fn with_avx2<T>(avx2: bool, work: impl FnOnce(T), item: T) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        /// # Safety
+        /// Only on a CPU that supports AVX2.
+        #[allow(unsafe_code)]
+        #[target_feature(enable = "avx2")]
+        unsafe fn copy<T>(work: impl FnOnce(T), item: T) {
+            work(item);
+        }
+        // SAFETY: `avx2` is set only after run-time detection (`InteriorPoint::run`).
+        #[allow(unsafe_code)]
+        unsafe {
+            copy(work, item);
+        }
+        return;
+    }
+    let _ = avx2;
+    work(item);
+}
+
+/// `work` on `values`, or with `private` on private copies of them written back after: threads
+/// whose pieces of a row meet inside a cache line would otherwise contend for that line on
+/// every job.
+#[inline(always)]
+pub(super) fn privately<const P: usize>(
+    private: bool,
+    values: [&mut [f64]; P],
+    work: impl FnOnce([&mut [f64]; P]),
+) {
+    if !private {
+        work(values);
+        return;
+    }
+    let mut copies: [Vec<f64>; P] = values.each_ref().map(|v| v.to_vec());
+    work(copies.each_mut().map(Vec::as_mut_slice));
+    for (value, copy) in values.into_iter().zip(&copies) {
+        value.copy_from_slice(copy);
+    }
+}
+
+/// `threads` runs of consecutive rounds of `0..rounds` (fewer if there are fewer rounds), of
+/// about equal work where round `t` costs `rounds - t` (its row of the price system's upper
+/// triangle) plus a few sums.
+pub(super) fn round_runs(rounds: usize, threads: usize) -> Vec<Range<usize>> {
+    let threads = threads.clamp(1, rounds.max(1));
+    let cost = |t: usize| rounds - t + 4;
+    let total: usize = (0..rounds).map(cost).sum();
+    let mut runs = Vec::with_capacity(threads);
+    let (mut start, mut done) = (0, 0);
+    for t in 0..rounds {
+        done += cost(t);
+        // runs still to start after the current one, and rounds left for them
+        let later = threads - runs.len() - 1;
+        let left = rounds - t - 1;
+        let boundary = (runs.len() + 1) * total / threads;
+        if later > 0 && ((done >= boundary && left >= later) || left == later) {
+            runs.push(start..t + 1);
+            start = t + 1;
+        }
+    }
+    runs.push(start..rounds);
+    runs
+}
+
+/// Split `values` (a row of per-round values, or `rows` rows of `per_row` values when
+/// `per_row > 1`) into the pieces of the runs of rounds `runs` (consecutive, from 0).
+pub(super) fn split_runs<'a>(
+    values: &'a mut [f64],
+    runs: &[Range<usize>],
+    per_row: usize,
+) -> Vec<&'a mut [f64]> {
+    let mut pieces = Vec::with_capacity(runs.len());
+    let mut rest = values;
+    for run in runs {
+        let (piece, tail) = cut(rest, run.len() * per_row);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_runs_cover_the_rounds_in_order() {
+        for rounds in [1, 2, 3, 20, 60] {
+            for threads in [1, 2, 3, 7, 64] {
+                let runs = round_runs(rounds, threads);
+                assert_eq!(runs.len(), threads.min(rounds));
+                assert_eq!(runs[0].start, 0);
+                assert_eq!(runs[runs.len() - 1].end, rounds);
+                for pair in runs.windows(2) {
+                    assert_eq!(pair[0].end, pair[1].start);
+                    assert!(!pair[0].is_empty());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_are_whole_blocks_of_four() {
+        for (threads, jobs) in [(1, 1), (1, 33), (1, 1000), (2, 9000), (7, 10)] {
+            let split = Split::new(threads, jobs);
+            let chunks: Vec<_> = split.chunks(jobs).collect();
+            assert_eq!(chunks[0].start, 0);
+            assert_eq!(chunks[chunks.len() - 1].end, jobs);
+            for pair in chunks.windows(2) {
+                assert_eq!(pair[0].end, pair[1].start);
+                assert_eq!(pair[0].start % 4, 0);
+                assert_eq!(pair[0].len() % 4, 0);
+            }
+        }
+    }
+}

@@ -70,8 +70,9 @@ pub struct SolverSettings {
     /// time; default `true`). The results are the same bits either way: `false` is for checking
     /// that and for measuring the gain.
     pub simd: bool,
-    /// Threads for the interior-point method's passes (one GPU type); 0 (the default): one per
-    /// available core. Markets with fewer than 256 jobs per thread use fewer threads. The
+    /// Threads for the interior-point method's passes (one GPU type); 0: one per available
+    /// core; default 1 (on two cores, idle or shared, two threads were measured no faster than
+    /// one: `benches/README.md`, issue 24). Markets with fewer than 256 jobs per thread use fewer threads. The
     /// results are the same bits for any number (at most [`MAX_THREADS`]).
     pub threads: usize,
 }
@@ -116,7 +117,7 @@ impl Default for SolverSettings {
             method: Method::default(),
             warmup_iterations: None,
             simd: true,
-            threads: 0,
+            threads: 1,
         }
     }
 }

@@ -339,3 +339,7 @@ def round_market_schedule(
     deficit: NDArray[np.float64] | None = None,
 ) -> NDArray[np.bool_]:
     """Round shares into a boolean schedule shaped like them."""
+
+def class_sum(terms: NDArray[np.float64], members: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``out[f]``: the sum over jobs ``j``, then rows ``i``, of ``terms[members[j], i, f]``,
+    added one after another from zero."""

@@ -8,11 +8,16 @@ Gavel's mechanics (:func:`~shockwave.heterogeneous.simulate_heterogeneous`) on t
 and on a cluster of as many GPUs of one type (its throughputs only), one after the other in this
 process. Reported: the wall time of each simulation (the jobs already built), the ratio typed /
 one type, rounds, policy time, and the metrics of both.
+
+With ``repeats`` above 1 each policy runs that many pairs (typed, then one type, back to back):
+the times reported are the medians, and the ratio the median of the pairs' ratios, so that a
+machine whose speed drifts (shared VMs vary 2x within minutes) compares like with like.
 """
 
 from __future__ import annotations
 
 import platform
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from os import PathLike
@@ -78,9 +83,13 @@ def run(
     *,
     one_type: str | None = None,
     seed: int = SEED,
+    repeats: int = 1,
     echo: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per policy (module notes); ``echo`` is called with each row as it is done."""
+    """One row per policy (module notes: ``repeats`` pairs of runs each); ``echo`` is called
+    with each row as it is done."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
     table = TypedThroughputTable.from_file(throughputs)
     one_type = one_type or cluster.types[0]
     started = time.perf_counter()
@@ -90,17 +99,25 @@ def run(
     config = HeterogeneousConfig()
     rows = []
     for policy in policies:
-        a = simulate_heterogeneous(typed, policy, config)
-        b = simulate_heterogeneous(single, policy, config)
+        pairs = [
+            (simulate_heterogeneous(typed, policy, config),
+             simulate_heterogeneous(single, policy, config))
+            for _ in range(repeats)
+        ]  # fmt: skip
+        a, b = pairs[0]
+        typed_runs = [x.wall_seconds for x, _ in pairs]
+        one_runs = [y.wall_seconds for _, y in pairs]
         row = {
             "jobs": jobs,
             "cluster": str(cluster),
             "one_type": f"{one_type}:{cluster.total_gpus}",
             "policy": a.policy,
             "generate_seconds": generated,
-            "typed_seconds": a.wall_seconds,
-            "one_type_seconds": b.wall_seconds,
-            "ratio": a.wall_seconds / b.wall_seconds,
+            "typed_seconds": statistics.median(typed_runs),
+            "one_type_seconds": statistics.median(one_runs),
+            "ratio": statistics.median(t / o for t, o in zip(typed_runs, one_runs, strict=True)),
+            "typed_runs": typed_runs,
+            "one_type_runs": one_runs,
             "typed": _metrics(a),
             "one": _metrics(b),
         }
@@ -138,8 +155,9 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
     """The Markdown table, with the machine it ran on."""
     lines = [
         f"Machine: {platform.machine()}, Python {platform.python_version()}, "
-        f"{platform.system()}; wall seconds of each simulation, the jobs already built; ratio "
-        f"= typed / one type (bound {TARGET_RATIO}).",
+        f"{platform.system()}; wall seconds of each simulation, the jobs already built (the "
+        f"median of the repeats); ratio = typed / one type, the median of the pairs' ratios "
+        f"(bound {TARGET_RATIO}).",
         "",
         HEADER,
         "|" + "---|" * 11,

@@ -71,6 +71,9 @@ def register(subparsers: Any) -> None:
                        help="comma-separated typed policies (default fifo,gavel)")  # fmt: skip
     typed.add_argument("--one-type", default=None, metavar="TYPE",
                        help="the one-type run's type (default: the cluster's first)")  # fmt: skip
+    typed.add_argument("--repeats", type=int, default=1, metavar="R",
+                       help="pairs of runs per policy (typed, then one type); the table gives "
+                       "medians and the median ratio (default 1)")  # fmt: skip
     typed.add_argument("-o", "--output", metavar="FILE", help="write the results as JSON")
     typed.add_argument("--markdown", metavar="FILE", help="write the table as Markdown")
     typed.set_defaults(handler=_heterogeneous)
@@ -215,6 +218,8 @@ def _heterogeneous(args: argparse.Namespace) -> int:
     jobs = bench.DEFAULT_JOBS if args.jobs is None else args.jobs
     if jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {jobs}")
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
     names = (args.policies or ",".join(bench.DEFAULT_POLICIES)).split(",")
     try:
         policies = [resolve_typed_policy(n.strip()) for n in names if n.strip()]
@@ -226,6 +231,7 @@ def _heterogeneous(args: argparse.Namespace) -> int:
     print("|" + "---|" * 11, flush=True)
     try:
         rows = bench.run(jobs, cluster, args.throughputs, policies, one_type=args.one_type,
+                         repeats=args.repeats,
                          echo=lambda r: print(bench.format_row(r), flush=True))  # fmt: skip
     except ValueError as exc:  # a table without the cluster's types, a job with no type
         raise DataError(str(exc)) from None

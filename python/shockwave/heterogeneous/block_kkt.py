@@ -17,7 +17,9 @@ In the per-job layout the system is block-angular: each job's variables, local r
 unknowns form a small augmented block ``K_i``; the global variables and the coupling rows (a
 handful) join them all. The blocks are inverted one by one (LU with pivoting) and the shared
 unknowns solved from their Schur complement, ``O(n L^3)`` with ``L`` the block size; the
-solution is then refined on the full system with ECOS's rules.
+solution is then refined on the full system with ECOS's rules. In a merged program
+(:meth:`BlockConeProgram.merged`) a class of identical jobs has one block, factored once; the
+Schur complement and the other sums over jobs still run over every job.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def soc_regularization(program: BlockConeProgram) -> FloatArray:
 def identity_weights(program: BlockConeProgram) -> ConeWeights:
     """``Phi`` of the initial point's systems: ``I`` plus the regularisation (the extra unknowns
     of the cones decoupled)."""
-    n, p, cones = program.num_jobs, program.soc_size, program.num_cones
+    n, p, cones = program.num_blocks, program.soc_size, program.num_cones
     block = np.diag(1.0 + soc_regularization(program)) if cones else np.zeros((p + 2, p + 2))
     return ConeWeights(
         local_lp=np.full((n, program.lp_rows), 1.0 + STATIC_REGULARIZATION),
@@ -76,16 +78,33 @@ def identity_weights(program: BlockConeProgram) -> ConeWeights:
     )
 
 
-class BlockKKT:
-    """The factored system for one ``Phi``; :meth:`solve` returns ``(dx, dz)``."""
+def shared_columns(program: BlockConeProgram) -> FloatArray:
+    """How the shared unknowns (global variables, coupling ``dz``) enter each block's equations,
+    ``H_i`` ``(blocks, size, g + c)``: fixed by the program, so built once per solve."""
+    n, r, b = program.local_job.shape
+    g = program.global_c.shape[0]
+    c = program.coupling_h.shape[0]
+    shared = np.zeros((n, b + r + 2 * program.num_cones, g + c))
+    shared[:, b : b + r, :g] = program.local_global
+    shared[:, :b, g:] = np.transpose(program.coupling, (1, 2, 0))
+    return shared
 
-    def __init__(self, program: BlockConeProgram, weights: ConeWeights) -> None:
+
+class BlockKKT:
+    """The factored system for one ``Phi`` (``shared``: the program's :func:`shared_columns`);
+    :meth:`solve` returns ``(dx, dz)``."""
+
+    def __init__(
+        self,
+        program: BlockConeProgram,
+        weights: ConeWeights,
+        shared: FloatArray,
+    ) -> None:
         self.program = program
         delta = STATIC_REGULARIZATION
         lp, p, cones = program.lp_rows, program.soc_size, program.num_cones
         n, r, b = program.local_job.shape
         g = program.global_c.shape[0]
-        c = program.coupling_h.shape[0]
         size = b + r + 2 * cones
         self.sizes = (b, r, g)
         local = np.zeros((n, size, size))
@@ -97,23 +116,20 @@ class BlockKKT:
         for cone in range(cones):
             at = np.concatenate([b + lp + cone * p + np.arange(p), b + r + 2 * cone + np.arange(2)])
             local[:, at[:, None], at[None, :]] = -weights.cones[:, cone]
-        # H_i: how the shared unknowns (global variables, coupling dz) enter job i's equations
-        shared = np.zeros((n, size, g + c))
-        shared[:, b : b + r, :g] = program.local_global
-        shared[:, :b, g:] = np.transpose(program.coupling, (1, 2, 0))
         self.local = local
         self.shared = shared
         self.diagonal = np.concatenate([np.full(g, delta), -weights.coupling])
         self.local_inverse = np.linalg.inv(local)
         self.inverse_shared = np.einsum("nij,njk->nik", self.local_inverse, shared)
-        schur = np.diag(self.diagonal) - np.einsum("nij,nik->jk", shared, self.inverse_shared)
-        self.schur_inverse = np.linalg.inv(schur) if g + c else schur
+        # blocks once per class; the sums over jobs over every job (BlockConeProgram.job_sum)
+        schur = np.diag(self.diagonal) - program.job_sum("nij,nik->jk", shared, self.inverse_shared)
+        self.schur_inverse = np.linalg.inv(schur) if self.diagonal.shape[0] else schur
 
     def _direct(
         self, local_rhs: FloatArray, shared_rhs: FloatArray
     ) -> tuple[FloatArray, FloatArray]:
         solved = np.einsum("nij,nj->ni", self.local_inverse, local_rhs)
-        rhs = shared_rhs - np.einsum("nik,ni->k", self.shared, solved)
+        rhs = shared_rhs - self.program.job_sum("nik,ni->k", self.shared, solved)
         shared = self.schur_inverse @ rhs
         solved -= self.inverse_shared @ shared
         return solved, shared
@@ -122,7 +138,7 @@ class BlockKKT:
         self, local_rhs: FloatArray, shared_rhs: FloatArray, w: FloatArray, y: FloatArray
     ) -> tuple[FloatArray, FloatArray]:
         local = local_rhs - np.einsum("nij,nj->ni", self.local, w) - self.shared @ y
-        shared = shared_rhs - np.einsum("nik,ni->k", self.shared, w) - self.diagonal * y
+        shared = shared_rhs - self.program.job_sum("nik,ni->k", self.shared, w) - self.diagonal * y
         return local, shared
 
     def solve(self, rx: Primal, rz: Rows) -> tuple[Primal, Rows]:

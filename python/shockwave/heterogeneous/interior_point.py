@@ -41,6 +41,7 @@ from shockwave.heterogeneous.block_kkt import (
     BlockKKT,
     ConeWeights,
     identity_weights,
+    shared_columns,
     soc_regularization,
 )
 from shockwave.heterogeneous.cone_program import (
@@ -48,8 +49,6 @@ from shockwave.heterogeneous.cone_program import (
     FloatArray,
     Primal,
     Rows,
-    dot,
-    norm,
 )
 
 #: Divisions by a denominator below this use it instead (ECOS's ``SAFEDIV_POS``).
@@ -112,7 +111,7 @@ class _Cones:
 
     def __init__(self, program: BlockConeProgram) -> None:
         self.lp = program.lp_rows
-        self.n = program.num_jobs
+        self.n = program.num_blocks
         self.k = program.num_cones
         self.p = program.soc_size
         self.coupling = int(program.coupling_h.shape[0])
@@ -365,10 +364,12 @@ def _exit_or(it: _Iterate, failure: ExitFlag) -> ExitFlag:
     return failure if flag is None else flag
 
 
-def solve_cone_program(original: BlockConeProgram) -> ConeSolution:
+def solve_cone_program(original: BlockConeProgram, *, merge: bool = True) -> ConeSolution:
     """Solve ``original`` as ECOS 2.0.10 does (module notes); never raises on numerical trouble:
-    the exit flag says how it ended."""
-    program, (col_j, col_g), _ = original.equilibrate()
+    the exit flag says how it ended. ``merge``: identical jobs held once
+    (:meth:`BlockConeProgram.merged`, the same bits); False factors every job's block itself."""
+    program, (col_j, col_g), _ = (original.merged() if merge else original).equilibrate()
+    dot, norm = program.dot, program.norm
     cones = _Cones(program)
     delta = STATIC_REGULARIZATION
     regularization = soc_regularization(program)
@@ -379,7 +380,8 @@ def solve_cone_program(original: BlockConeProgram) -> ConeSolution:
     degree = program.degree
     resx0 = max(1.0, norm(c))
     resz0 = max(1.0, norm(h))
-    start = BlockKKT(program, identity_weights(program))
+    shared = shared_columns(program)
+    start = BlockKKT(program, identity_weights(program), shared)
     x, minus_r = start.solve(zero_x, h)
     s = cones.bring_inside((-minus_r[0], -minus_r[1]))
     _, z0 = start.solve((-c[0], -c[1]), zero_z)
@@ -442,7 +444,7 @@ def solve_cone_program(original: BlockConeProgram) -> ConeSolution:
             flag = _exit_or(current, ExitFlag.OUTSIDE_CONE)
             break
         lam = scaling.apply(z)
-        kkt = BlockKKT(program, scaling.weights(regularization, delta))
+        kkt = BlockKKT(program, scaling.weights(regularization, delta), shared)
         dx1, dz1 = kkt.solve((-c[0], -c[1]), h)
         rhs_z = (s[0] - rz[0], s[1] - rz[1])
         dx2, dz2 = kkt.solve(rx, rhs_z)
@@ -480,7 +482,7 @@ def solve_cone_program(original: BlockConeProgram) -> ConeSolution:
         tau += step * dtau
     assert flag is not None
     return ConeSolution(
-        x_job=current.x[0] / (col_j * current.tau),
+        x_job=program.expand(current.x[0] / (col_j * current.tau)),
         x_global=current.x[1] / (col_g * current.tau),
         flag=flag,
         iterations=iteration,

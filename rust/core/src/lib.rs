@@ -10,11 +10,14 @@
 //!   its shares into an integral round schedule;
 //! - [`adaptation`]: the stochastic model of batch-size adaptation (remaining-runtime estimators
 //!   and the market's valuations);
+//! - [`job_sums`]: sums over jobs, in their order, of terms shared by classes of identical jobs
+//!   (the heterogeneous policies' interior point);
 //! - [`error`]: the shape shared by the error types of the module families;
 //! - [`limits`]: checks of input-chosen sizes against the machine's memory, before allocating.
 
 pub mod adaptation;
 pub mod error;
+pub mod job_sums;
 pub mod limits;
 pub mod market;
 mod threads;

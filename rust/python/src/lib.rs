@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 mod adaptation;
 mod convert;
 mod errors;
+mod job_sums;
 mod market;
 
 use errors::BindingResult;
@@ -80,5 +81,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InternalError", errors::internal_error_type(m.py())?)?;
     market::register(m)?;
     adaptation::register(m)?;
+    job_sums::register(m)?;
     Ok(())
 }

@@ -26,40 +26,33 @@ pub fn class_sum(terms: &[f64], rows: usize, width: usize, members: &[usize]) ->
     macro_rules! fixed {
         ($($w:literal)*) => {
             match width {
-                $($w => fixed_width::<$w>(terms, block, members).map(|out| out.to_vec()),)*
-                _ => any_width(terms, block, width, members),
+                $($w => {
+                    let mut out = [0.0; $w];
+                    add_classes(&mut out, terms, block, members).map(|()| out.to_vec())
+                })*
+                _ => {
+                    let mut out = vec![0.0; width];
+                    add_classes(&mut out, terms, block, members).map(|()| out)
+                }
             }
         };
     }
     fixed!(1 2 3 4 5 6 8 9 16 25)
 }
 
-fn fixed_width<const W: usize>(terms: &[f64], block: usize, members: &[usize]) -> Option<[f64; W]> {
-    let mut out = [0.0; W];
+/// Add every member's block of `terms`, row after row, into `out` (a row is `out.len()` wide).
+#[inline(always)]
+fn add_classes(out: &mut [f64], terms: &[f64], block: usize, members: &[usize]) -> Option<()> {
     for &class in members {
         let start = class.checked_mul(block)?;
         let values = terms.get(start..start.checked_add(block)?)?;
-        for row in values.chunks_exact(W) {
+        for row in values.chunks_exact(out.len()) {
             for (total, value) in out.iter_mut().zip(row) {
                 *total += *value;
             }
         }
     }
-    Some(out)
-}
-
-fn any_width(terms: &[f64], block: usize, width: usize, members: &[usize]) -> Option<Vec<f64>> {
-    let mut out = vec![0.0; width];
-    for &class in members {
-        let start = class.checked_mul(block)?;
-        let values = terms.get(start..start.checked_add(block)?)?;
-        for row in values.chunks_exact(width) {
-            for (total, value) in out.iter_mut().zip(row) {
-                *total += *value;
-            }
-        }
-    }
-    Some(out)
+    Some(())
 }
 
 #[cfg(test)]

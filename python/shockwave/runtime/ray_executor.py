@@ -61,21 +61,43 @@ def type_resource(gpu_type: str) -> str:
     return f"gpu_type:{gpu_type}"
 
 
+class _Outbox:
+    """One job incarnation's scheduler messages, handed out in the order the scheduler numbered
+    them, whatever order their calls reached the broker in."""
+
+    def __init__(self) -> None:
+        self.ready: asyncio.Queue[bytes] = asyncio.Queue()
+        self._held: dict[int, bytes] = {}
+        self._next = 0
+
+    def put(self, number: int, raw: bytes) -> None:
+        self._held[number] = raw
+        while self._next in self._held:
+            self.ready.put_nowait(self._held.pop(self._next))
+            self._next += 1
+
+
 @ray.remote(num_cpus=0)
 class LeaseBroker:
-    """Mailboxes between the scheduler and the job tasks (an async actor)."""
+    """Mailboxes between the scheduler and the job tasks (an async actor).
+
+    Ray runs an async actor's calls in no guaranteed order, even those of one caller. The
+    scheduler numbers its messages to each job incarnation and the broker reorders them; a job's
+    task waits for each of its calls to return before it makes the next one (its messages, then
+    its exit), so a job's messages always come before its exit, as the scheduler needs.
+    """
 
     def __init__(self) -> None:
         self._inbox: list[tuple[str, int, int, Any]] = []
         self._arrived = asyncio.Event()
-        self._outboxes: dict[tuple[int, int], asyncio.Queue[bytes]] = {}
+        self._outboxes: dict[tuple[int, int], _Outbox] = {}
 
-    def _outbox(self, job: int, incarnation: int) -> asyncio.Queue[bytes]:
-        return self._outboxes.setdefault((job, incarnation), asyncio.Queue())
+    def _outbox(self, job: int, incarnation: int) -> _Outbox:
+        return self._outboxes.setdefault((job, incarnation), _Outbox())
 
-    async def post(self, job: int, incarnation: int, raw: bytes) -> None:
-        """A job's message, from its task."""
-        self._inbox.append(("message", job, incarnation, raw))
+    async def post(self, job: int, incarnation: int, raws: list[bytes]) -> None:
+        """A job's messages, in the order its process sent them, from its task."""
+        self._inbox.extend(("message", job, incarnation, raw) for raw in raws)
         self._arrived.set()
 
     async def post_exit(
@@ -95,14 +117,15 @@ class LeaseBroker:
         self._arrived.clear()
         return items
 
-    async def send(self, job: int, incarnation: int, raw: bytes) -> None:
-        """A scheduler message for a job (or the relay's kill order)."""
-        self._outbox(job, incarnation).put_nowait(raw)
+    async def send(self, job: int, incarnation: int, number: int, raw: bytes) -> None:
+        """The scheduler's message ``number`` (0, 1, ...) to a job incarnation (or the relay's
+        kill order)."""
+        self._outbox(job, incarnation).put(number, raw)
 
     async def next_reply(self, job: int, incarnation: int, timeout: float) -> bytes | None:
         """The next scheduler message for a job, waiting up to ``timeout`` s (for its task)."""
         try:
-            return await asyncio.wait_for(self._outbox(job, incarnation).get(), timeout)
+            return await asyncio.wait_for(self._outbox(job, incarnation).ready.get(), timeout)
         except asyncio.TimeoutError:
             return None
 
@@ -156,14 +179,19 @@ def run_job(
 
     replies = threading.Thread(target=relay_replies, daemon=True)
     replies.start()
+
+    def relay_messages() -> None:
+        # One call at a time, each awaited: see LeaseBroker.
+        raws = [message.encode() for message in process.receive()]
+        if raws:
+            ray.get(broker.post.remote(launch.job_id, launch.incarnation, raws))
+
     try:
         while True:
-            for message in process.receive():
-                broker.post.remote(launch.job_id, launch.incarnation, message.encode())
+            relay_messages()
             exit_event = process.exited()
             if exit_event is not None:
-                for message in process.receive():
-                    broker.post.remote(launch.job_id, launch.incarnation, message.encode())
+                relay_messages()
                 ray.get(
                     broker.post_exit.remote(
                         launch.job_id, launch.incarnation, exit_event.returncode, exit_event.error
@@ -216,6 +244,7 @@ class RayExecutor(Executor):
         broker: Any = LeaseBroker  # Ray's actor class (its typing does not know the decorator)
         self._broker = broker.options(scheduling_strategy=strategy).remote()
         self._tasks: dict[int, tuple[int, Any]] = {}
+        self._sent: dict[tuple[int, int], int] = {}  # messages sent to each job incarnation
         self._exited: set[tuple[int, int]] = set()
         self._pending: deque[ExecutorEvent] = deque()
 
@@ -233,11 +262,17 @@ class RayExecutor(Executor):
         )
         self._tasks[launch.job_id] = (launch.incarnation, ref)
 
+    def _post(self, job_id: int, incarnation: int, raw: bytes) -> None:
+        """Send ``raw`` to a job incarnation's relay, numbered (see :class:`LeaseBroker`)."""
+        number = self._sent.get((job_id, incarnation), 0)
+        self._sent[job_id, incarnation] = number + 1
+        self._broker.send.remote(job_id, incarnation, number, raw)
+
     def send(self, job_id: int, incarnation: int, message: SchedulerMessage) -> bool:
         current = self._tasks.get(job_id)
         if current is None or current[0] != incarnation:
             return False
-        self._broker.send.remote(job_id, incarnation, message.encode())
+        self._post(job_id, incarnation, message.encode())
         return True
 
     def poll(self, timeout: float) -> list[ExecutorEvent]:
@@ -287,7 +322,7 @@ class RayExecutor(Executor):
     def kill(self, job_id: int) -> None:
         current = self._tasks.get(job_id)
         if current is not None:
-            self._broker.send.remote(job_id, current[0], _KILL)
+            self._post(job_id, current[0], _KILL)
 
     def close(self) -> None:
         # Ends the tasks still running through their relays (which kill their job processes),
@@ -300,7 +335,7 @@ class RayExecutor(Executor):
         running = self._running([ref for _, _, ref in tasks.values()], 0.0)
         for ref in running:
             job, incarnation, _ = tasks[id(ref)]
-            self._broker.send.remote(job, incarnation, _KILL)
+            self._post(job, incarnation, _KILL)
         for ref in self._running(running, CLOSE_GRACE_SECONDS):
             with contextlib.suppress(Exception):
                 ray.cancel(ref, force=True)

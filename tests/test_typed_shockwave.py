@@ -20,7 +20,7 @@ from shockwave.heterogeneous.registry import make_typed_policy
 from shockwave.heterogeneous.simulate import load_typed_trace, typed_result, typed_round_loop
 from shockwave.heterogeneous.typed_jobs import typed_jobs_from_profiles
 from shockwave.persistence import dump_state, load_state
-from shockwave.policies.shockwave.typed_policy import TypedShockwave
+from shockwave.policies.shockwave.typed_policy import TypedShockwave, finishing_types
 from shockwave.policies.shockwave.typed_valuations import TypedPredictor
 from shockwave.rounds import RoundSnapshot
 from shockwave.traces import generate_workload
@@ -94,6 +94,47 @@ def test_a_move_costs_its_restart() -> None:
             assert x[job, 1 - k] < 1e-3 * x[job, k], (previous, x)
 
 
+def test_a_job_that_can_finish_this_round_gets_the_type_where_it_finishes_soonest() -> None:
+    # job 0 finishes in 30 s on the v100 and in 300 s on the p100: in the market both are worth
+    # its whole remaining work, so without the rule it is parked on the cheaper, slower p100
+    state = _state([[10.0, 1.0], [10.0, 9.0]], [1, 1], remaining=[300, 100_000])
+    np.testing.assert_array_equal(TypedShockwave().allocate(state), [[1.0, 0.0], [0.0, 1.0]])
+    parked = TypedShockwave(finish_fastest=False).allocate(state)
+    assert parked[0, 1] > 0.99
+    # far behind (rho ~ 50,000 s / its isolated runtime) among long jobs: the v100 too, and the
+    # others share what is left with ordinary budgets (no ``** 100`` boost of 1e12 for it)
+    state = _state([[10.0, 5.0]] * 4, [2, 2], remaining=[300, 100_000, 100_000, 100_000])
+    behind = np.array([50_000.0, 0.0, 0.0, 0.0])
+    state = TypedAllocationState(**{**state.__dict__, "time_since_arrival": behind})
+    policy = TypedShockwave()
+    x = policy.allocate(state)
+    np.testing.assert_array_equal(x[0], [1.0, 0.0])
+    np.testing.assert_allclose(x[1:].sum(axis=0), [1.0, 2.0], atol=1e-3)  # what is left
+    plan = policy.last_plan
+    assert plan is not None
+    assert plan.budgets.max() / plan.budgets.min() < 10.0
+    old = TypedShockwave(finish_fastest=False, fairness_exponent=0.0)
+    assert old.allocate(state)[0, 1] > 0.99
+    assert old.last_plan is not None and old.last_plan.budgets[0] == 1e12
+
+
+def test_finishing_jobs_are_served_furthest_behind_first_where_their_gang_fits() -> None:
+    round_seconds = 360.0
+    # seconds each job needs to finish on v100 / p100 (a move's restart included)
+    seconds = np.array([[100.0, 200.0], [50.0, 300.0], [90.0, 400.0], [80.0, np.inf]])
+    gang = np.array([1, 1, 2, 1])
+    rho_hat = np.array([1.0, 3.0, 5.0, 2.0])
+    free = np.array([2.0, 1.0])
+    given = finishing_types(seconds, round_seconds, gang, rho_hat, free)
+    # job 2 (furthest behind) takes both v100s; job 1 then the p100; jobs 3 and 0 find no room
+    # (job 3 cannot run on the p100)
+    np.testing.assert_array_equal(given, [-1, 1, 0, -1])
+    np.testing.assert_array_equal(free, [0.0, 0.0])
+    # a job that cannot finish within the round on any type is left to the market
+    assert finishing_types(np.array([[400.0, 361.0]]), round_seconds, np.array([1]),
+                           np.array([9.0]), np.array([1.0, 1.0]))[0] == -1  # fmt: skip
+
+
 def test_static_valuations_are_exact() -> None:
     # 1,000 iterations left of 100,000 at 2 it/s on the v100, 0.5 on the p100, rounds of 360 s
     state = _state([[2.0, 0.5]], [1, 1], remaining=[1_000])
@@ -158,3 +199,12 @@ def test_a_run_restored_from_a_snapshot_ends_bit_for_bit(mechanics: str) -> None
     for jobs, stop in ((adapting, 6), (static, 40)):
         straight = simulate_heterogeneous(jobs, "shockwave", config).to_json()
         assert _resumed(jobs, config, stop) == straight
+
+
+def test_a_job_crowded_out_by_finishing_jobs_waits_and_the_others_are_still_planned() -> None:
+    # two GPUs of one type: job 0 finishes this round on one of them, job 1's gang of 2 no
+    # longer fits this round, job 2 gets the other GPU from the market
+    state = _state([[10.0], [10.0], [10.0]], [2], remaining=[300, 100_000, 100_000])
+    state = TypedAllocationState(**{**state.__dict__, "gang": np.array([1, 2, 1])})
+    x = TypedShockwave().allocate(state)
+    np.testing.assert_allclose(x[:, 0], [1.0, 0.0, 1.0], atol=1e-6)

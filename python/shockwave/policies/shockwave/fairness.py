@@ -149,10 +149,12 @@ def fairness_boost(
     rho_max: float,
     exponent: float,
     round_seconds: float,
+    finishing_exponent: float = FINISHING_EXPONENT,
 ) -> FloatArray:
-    """Budget multipliers: ``rho^ ** lambda`` above ``rho_max`` (``** 100`` within one round of
-    finishing), 1 otherwise; capped at :data:`MAX_BOOST`."""
-    power = np.where(remaining < round_seconds, FINISHING_EXPONENT, exponent)
+    """Budget multipliers: ``rho^ ** lambda`` above ``rho_max`` (``** finishing_exponent``,
+    the original's 100, within one round of finishing), 1 otherwise; capped at
+    :data:`MAX_BOOST`."""
+    power = np.where(remaining < round_seconds, finishing_exponent, exponent)
     late = rho_hat > rho_max
     with np.errstate(over="ignore"):
         boost = np.where(late, np.power(np.maximum(rho_hat, 1.0), power), 1.0)

@@ -12,18 +12,29 @@ types"), and returns the time shares ``X[i, k]`` of the coming round:
    the first round, a type other than the one the job ran on in the previous round (any type,
    for a job that did not run) is worth ``(tau - p) / tau`` of its value, ``p`` the cluster's
    restart penalty (0 under Gavel's mechanics, which have none);
-2. **budgets** as on one type (:func:`~shockwave.policies.shockwave.budgets.market_budgets`:
+2. **jobs that can finish this round** (expected remaining runtime on some type, plus the
+   restart a move there costs, within one round) are given a whole gang of the type on which
+   they finish soonest, while it has GPUs free, the furthest behind first (projected
+   finish-time ratio), and leave the market, whose first round has that much less supply. In the
+   market such a job cannot tell the types apart (on every type it gains its whole remaining
+   work), so it would buy the cheapest, slowest type and finish late in the round or, with a
+   fraction of a fast one, wait for rounds; the homogeneous policy's ``** 100`` budget for it
+   instead leaves every other job's share meaningless (its budget is up to ``1e12`` times
+   theirs, and the solver's tolerance is relative to the budgets' sum);
+3. **budgets** as on one type (:func:`~shockwave.policies.shockwave.budgets.market_budgets`:
    gang-proportional base, the remaining-work tilt, the makespan share of the jobs on the
    critical path, the fairness boost), with each job's expected remaining runtime taken on its
    fastest usable type and its projected finish-time ratio measured against the heterogeneous
    isolated share (:func:`~shockwave.heterogeneous.fairness.isolated_shares`: an equal split of
-   every type among the active jobs, Gavel's definition, the one the results report);
-3. the **market** is solved in Rust to the solver tolerance (warm-started from the previous
+   every type among the active jobs, Gavel's definition, the one the results report), and the
+   fairness boost's ``rho^ ** lambda`` for every job (no ``** 100`` for the finishing ones: they
+   are served by step 2);
+4. the **market** is solved in Rust to the solver tolerance (warm-started from the previous
    plan, retried cold when the warm start stalls; a solve that does not converge is counted in
    :attr:`TypedShockwave.stats`); each job's planned rounds on each type are **paced** evenly
    over the rounds in which it has work on that type, its rates over the types scaled to sum to
    at most 1 (:func:`~shockwave.policies.shockwave.backends.paced_shares`);
-4. the paced rates of the first round are the allocation ``X[i, k]``, which the typed round
+5. the paced rates of the first round are the allocation ``X[i, k]``, which the typed round
    mechanism (:class:`~shockwave.heterogeneous.allocation.TypedRounds`, the one every typed
    policy's shares go through) turns into whole gangs of one type per round within each type's
    GPUs, with its deficits carrying what each job was owed and its work-conserving backfill.
@@ -57,7 +68,7 @@ from shockwave.policies.shockwave.backends import (
     record_solve,
 )
 from shockwave.policies.shockwave.budgets import market_budgets
-from shockwave.policies.shockwave.fairness import fairness_boost
+from shockwave.policies.shockwave.fairness import FINISHING_EXPONENT, fairness_boost
 from shockwave.policies.shockwave.plan import PlanningStats
 from shockwave.policies.shockwave.policy import Shockwave
 from shockwave.policies.shockwave.saved_state import (
@@ -115,10 +126,10 @@ class TypedShockwave(TypedAllocationPolicy):
     The parameters are the homogeneous policy's of the same names
     (:class:`~shockwave.policies.shockwave.Shockwave`: same checks; its ``milp`` backend,
     finish-time correction, owed rounds and absolute fairness clock have no typed form: the typed
-    round mechanism carries what each job is owed). Four defaults differ, chosen on tuning
+    round mechanism carries what each job is owed). Five defaults differ, chosen on tuning
     traces only (``docs/market.md``, "The policy on GPU types"): ``planning_rounds = 1``,
-    ``gang_budgets = False``, ``remaining_exponent = 0`` and ``progress_offsets = False``. Two
-    more parameters:
+    ``gang_budgets = False``, ``remaining_exponent = 0``, ``fairness_exponent = 2`` and
+    ``progress_offsets = False``. Three more parameters:
 
     Attributes:
         progress_offsets: utilities as the homogeneous market has them, ``c_i + sum v x`` with
@@ -133,19 +144,23 @@ class TypedShockwave(TypedAllocationPolicy):
             progress alone would value a short job's one round on a fast type and its five on a
             slow one alike (both finish it inside the window); discounting makes progress sooner
             worth more, so short jobs buy fast rounds early.
+        finish_fastest: give each job that can finish this round a whole gang of the type on
+            which it finishes soonest, outside the market (module notes, step 2; ``True``), or
+            leave it in the market with the homogeneous policy's ``** 100`` budget (``False``).
     """
 
     planning_rounds: int = 1
     makespan_weight: float = 0.5
     critical_window_rounds: float = 1.0
     remaining_exponent: float = 0.0
-    fairness_exponent: float = 0.0
+    fairness_exponent: float = 2.0
     rho_max: float = 1.0
     estimator: Estimator = "markov"
     solver_tolerance: float = 1e-4
     gang_budgets: bool = False
     progress_offsets: bool = False
     time_discount: float = 0.5
+    finish_fastest: bool = True
     name = "shockwave"  # type: ignore[misc]  # a class attribute, not a dataclass field
 
     _predictor: TypedPredictor = field(init=False, repr=False)
@@ -185,7 +200,8 @@ class TypedShockwave(TypedAllocationPolicy):
         tau = state.round_seconds
         prediction = self._predictor.predict(state, self.planning_rounds)
         valuations = prediction.valuations
-        valuations[:, 0, :] *= self._move_factor(state)
+        keep = self._move_factor(state)
+        valuations[:, 0, :] *= keep
         valuations *= (self.time_discount ** np.arange(valuations.shape[1]))[None, :, None]
         remaining = prediction.remaining_seconds.min(axis=1)
         remaining = np.where(np.isfinite(remaining), remaining, 0.0)
@@ -196,6 +212,9 @@ class TypedShockwave(TypedAllocationPolicy):
             rho_max=self.rho_max,
             exponent=self.fairness_exponent,
             round_seconds=tau,
+            finishing_exponent=self.fairness_exponent
+            if self.finish_fastest
+            else FINISHING_EXPONENT,
         )
         budgets = market_budgets(
             state.weight,
@@ -208,9 +227,19 @@ class TypedShockwave(TypedAllocationPolicy):
             window_seconds=self.critical_window_rounds * tau,
             round_seconds=tau,
         )
-        stalled = valuations.sum(axis=(1, 2)) <= 0.0
-        solution = self._solve(state, prediction, budgets, stalled)
+        supply = np.repeat(state.counts.astype(np.float64)[None, :], valuations.shape[1], axis=0)
+        finishing = np.full(valuations.shape[0], -1, dtype=np.int64)
+        if self.finish_fastest:
+            seconds = prediction.remaining_seconds + (1.0 - keep) * tau  # with a move's restart
+            finishing = finishing_types(seconds, tau, state.gang, rho_hat, supply[0])
+        served = finishing >= 0
+        stalled = (valuations.sum(axis=(1, 2)) <= 0.0) & ~served
+        crowded_out = state.gang > supply.max()  # by the finishing jobs' gangs: nothing this time
+        solution = self._solve(state, prediction, budgets, stalled | served | crowded_out, supply)
         shares = np.zeros_like(valuations) if solution is None else np.array(solution.shares)
+        rows = np.flatnonzero(served)
+        shares[rows] = 0.0
+        shares[rows, 0, finishing[rows]] = 1.0
         paced = paced_shares(shares, valuations)
         # nothing left to gain by the model, yet active: the first round on its best type
         held = np.flatnonzero(stalled)
@@ -241,25 +270,29 @@ class TypedShockwave(TypedAllocationPolicy):
         state: TypedAllocationState,
         prediction: TypedPrediction,
         budgets: FloatArray,
-        stalled: npt.NDArray[np.bool_],
+        outside: npt.NDArray[np.bool_],
+        supply: FloatArray,
     ) -> market.MarketSolution | None:
-        """The market of the window over the jobs with something to gain (``None``: none)."""
-        if bool(stalled.all()):
+        """The market of the window over ``supply`` (``(T, K)`` GPUs) and the jobs not
+        ``outside`` it (``None``: no job left)."""
+        if bool(outside.all()):
             return None
-        valuations = prediction.valuations
-        supply = state.counts.astype(np.float64)
+        valuations = np.where(outside[:, None, None], 0.0, prediction.valuations)
         if self.progress_offsets:
             progress = np.minimum(prediction.offsets, MAX_PROGRESS)
         else:  # fractions of the work left, from no offset (see the class notes)
             left = np.maximum(1.0 - prediction.offsets, 1e-12)
             valuations = valuations / left[:, None, None]
             progress = np.zeros_like(prediction.offsets)
-        budgets = np.where(stalled, 0.0, budgets)
+        budgets = np.where(outside, 0.0, budgets)
+        # a job outside buys nothing (no budget, no valuations); as a gang of one it also passes
+        # the market's check that every gang fits somewhere, when finishing jobs took the room
+        gangs = np.where(outside, 1, state.gang)
 
         def solve(warm: FloatArray | None) -> market.MarketSolution:
             return market.solve(
                 valuations,
-                state.gang,
+                gangs,
                 supply,
                 budgets=budgets,
                 progress=progress,
@@ -357,6 +390,36 @@ class TypedShockwave(TypedAllocationPolicy):
         stats = stats_of(saved.table("stats"))
         saved.done()
         self._predictor, self._plan, self.stats = predictor, plan, stats
+
+
+def finishing_types(
+    seconds: FloatArray,
+    round_seconds: float,
+    gang: IntArray,
+    rho_hat: FloatArray,
+    free: FloatArray,
+) -> IntArray:
+    """The type each job that can finish this round is given (``-1``: none), module notes step 2.
+
+    Args:
+        seconds: ``(N, K)`` expected seconds of the round each job needs to finish on each type
+            (its remaining runtime there plus the restart a move costs; ``inf`` where it cannot
+            run).
+        round_seconds: the round's length, seconds.
+        gang: ``(N,)`` GPUs per job.
+        rho_hat: ``(N,)`` projected finish-time ratios: the largest is served first (ties: the
+            lower row).
+        free: ``(K,)`` GPUs of each type; what is given is taken from it (in place).
+    """
+    given = np.full(seconds.shape[0], -1, dtype=np.int64)
+    can = seconds <= round_seconds
+    for i in np.argsort(-rho_hat, kind="stable"):
+        fits = can[i] & (free >= gang[i])
+        if fits.any():
+            k = int(np.argmin(np.where(fits, seconds[i], np.inf)))
+            given[i] = k
+            free[k] -= gang[i]
+    return given
 
 
 def first_round_allocation(plan: TypedPlan) -> FloatArray:

@@ -25,10 +25,11 @@ from shockwave.heterogeneous.registry import make_typed_policy
 from shockwave.heterogeneous.simulate import HeterogeneousConfig, typed_round_loop
 from shockwave.heterogeneous.workload_check import UnknownGpuTypeError, UnschedulableJobError
 from shockwave.job.families import FAMILIES
+from shockwave.policies.shockwave.typed_policy import TypedShockwave
 from shockwave.rounds.loop import RoundLoop
 from shockwave.rounds.observers import RoundObserver, RoundReport
 from shockwave.run_spec import RunSpec
-from shockwave.runtime import RunResult, RuntimeConfig, run_workload
+from shockwave.runtime import RunResult, RuntimeConfig, _named_policy, run_workload
 from shockwave.runtime.config import type_slots, usable_cores
 from shockwave.runtime.generate import job_regimes, planned_schedule
 from shockwave.runtime.journal import Journal
@@ -229,7 +230,23 @@ def test_the_command_line_refuses_bad_types_with_status_2_and_jobs_with_3(
     assert "job 1" in stuck.stderr and "gpu_types" in stuck.stderr
     both = _cli(*common, "--cluster", CLUSTER, "--gpus", "2")
     assert both.returncode == 2
+    # a --config's typed parameters are checked before anything is written
+    config = tmp_path / "c.toml"
+    config.write_text("[shockwave]\nmakespan_wieght = 0.1\n")
+    bad = _cli("--workload", str(path), "--policy", "shockwave", "--cluster", CLUSTER,
+               "--config", str(config), "--run-dir", str(tmp_path / "r"))  # fmt: skip
+    assert bad.returncode == 3, bad.stderr
+    assert "c.toml:2: shockwave.makespan_wieght" in bad.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_a_typed_run_builds_its_policy_with_the_given_parameters() -> None:
+    config = RuntimeConfig(cluster=ClusterSpec.parse(CLUSTER))
+    name, policy = _named_policy("shockwave", {"makespan_weight": 0.1}, config)
+    assert name == "shockwave"
+    assert isinstance(policy, TypedShockwave) and policy.makespan_weight == 0.1
+    with pytest.raises(ValueError, match="no parameter 'x'"):
+        _named_policy("gavel", {"x": 1}, config)
 
 
 # --------------------------------------------------------------- on a simulated clock

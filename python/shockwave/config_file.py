@@ -42,6 +42,15 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from shockwave.errors import DataError
+from shockwave.heterogeneous.protocol import TypedAllocationPolicy
+from shockwave.heterogeneous.registry import (
+    GAVEL_NAMES,
+    TYPED_POLICIES,
+    make_typed_policy,
+    resolve_typed_policy,
+    typed_policy_parameters,
+)
+from shockwave.heterogeneous.simulate import HeterogeneousConfig
 from shockwave.policies import (
     ORIGINAL_NAMES,
     POLICIES,
@@ -326,12 +335,20 @@ def _shown(value: Any) -> str:
 #: The ``[simulation]`` settings: every field of :class:`SimulationConfig` but those that have
 #: their own option or key (the cluster size, the mechanics, the seed).
 SIMULATION_KEYS = dataclass_keys(SimulationConfig, exclude=("gpus", "mechanics", "seed"))
+#: The ``[simulation]`` settings of a typed cluster (``--cluster``): every field of
+#: :class:`~shockwave.heterogeneous.simulate.HeterogeneousConfig` but those that have their own
+#: option (the mechanics, the seed).
+TYPED_SIMULATION_KEYS = dataclass_keys(HeterogeneousConfig, exclude=("mechanics", "seed"))
 #: The ``[runtime]`` settings (``cluster run``): every field of :class:`RuntimeConfig` but the
 #: cluster size and the paths of a run.
 RUNTIME_KEYS = dataclass_keys(RuntimeConfig, exclude=("gpus", "run_dir", "workdir", "output"))
 
 _SIMULATION_ELSEWHERE = {
     "gpus": "the command line's --gpus",
+    "mechanics": "the command line's --mechanics",
+    "seed": "the command line's --seed",
+}
+_TYPED_SIMULATION_ELSEWHERE = {
     "mechanics": "the command line's --mechanics",
     "seed": "the command line's --seed",
 }
@@ -350,10 +367,13 @@ class ConfigFile:
 
     Attributes:
         document: the file.
-        simulation: the ``[simulation]`` settings (:data:`SIMULATION_KEYS`).
+        simulation: the ``[simulation]`` settings (:data:`SIMULATION_KEYS`;
+            :data:`TYPED_SIMULATION_KEYS` for a typed cluster).
         runtime: the ``[runtime]`` settings (:data:`RUNTIME_KEYS`).
         policies: each policy's parameters, as written (each key checked, its type too).
         tables: the key each table was written under (a policy may use its original name).
+        typed: read for a typed cluster (``--cluster``): the policy tables are the typed
+            policies' (:func:`~shockwave.heterogeneous.registry.typed_policy_parameters`).
     """
 
     document: ConfigDocument
@@ -361,6 +381,7 @@ class ConfigFile:
     runtime: Mapping[str, Any]
     policies: Mapping[str, Mapping[str, Any]]
     tables: Mapping[str, str]
+    typed: bool = False
 
     @property
     def path(self) -> Path:
@@ -404,10 +425,34 @@ class ConfigFile:
         except (ValueError, TypeError) as exc:
             raise self.error(name, str(exc)) from None
 
+    def heterogeneous_config(self, **settings: Any) -> HeterogeneousConfig:
+        """:class:`~shockwave.heterogeneous.simulate.HeterogeneousConfig` with ``settings`` and
+        this file's ``[simulation]`` (a typed cluster's file).
 
-def read_config(path: str | PathLike[str]) -> ConfigFile:
+        Raises:
+            ConfigError: naming ``[simulation]`` if the settings are refused together.
+        """
+        try:
+            return HeterogeneousConfig(**settings, **self.simulation)
+        except (ValueError, TypeError) as exc:
+            raise self.error("simulation", str(exc)) from None
+
+    def typed_policy(self, name: str, seed: int) -> TypedAllocationPolicy:
+        """The typed policy ``name`` (canonical) with its parameters from this file.
+
+        Raises:
+            ConfigError: naming the policy's table if the policy refuses them.
+        """
+        try:
+            return make_typed_policy(name, seed, self.policies.get(name))
+        except (ValueError, TypeError) as exc:
+            raise self.error(name, str(exc)) from None
+
+
+def read_config(path: str | PathLike[str], *, typed: bool = False) -> ConfigFile:
     """Read and check a ``--config`` file (the module's rules): tables ``[simulation]``,
-    ``[runtime]`` and one per policy (by its name or the original's).
+    ``[runtime]`` and one per policy (by its name or the original's; with ``typed``, for a
+    typed cluster: the typed policies and :data:`TYPED_SIMULATION_KEYS`).
 
     Raises:
         ConfigError: naming the file, the line and the key.
@@ -421,7 +466,11 @@ def read_config(path: str | PathLike[str]) -> ConfigFile:
         if name in ("simulation", "runtime"):
             values = table(document, (name,), value, "settings")
             cls, keys, elsewhere = (
-                (SimulationConfig, SIMULATION_KEYS, _SIMULATION_ELSEWHERE)
+                (
+                    (HeterogeneousConfig, TYPED_SIMULATION_KEYS, _TYPED_SIMULATION_ELSEWHERE)
+                    if typed
+                    else (SimulationConfig, SIMULATION_KEYS, _SIMULATION_ELSEWHERE)
+                )
                 if name == "simulation"
                 else (RuntimeConfig, RUNTIME_KEYS, _RUNTIME_ELSEWHERE)
             )
@@ -432,17 +481,17 @@ def read_config(path: str | PathLike[str]) -> ConfigFile:
             tables[name] = name
             continue
         values = table(document, (name,), value, "parameters")
-        policy = policy_name(document, (name,), name)
+        policy = policy_name(document, (name,), name, typed=typed)
         if policy in policies:
             raise document.error(
                 (name,), f"the parameters of {policy!r} are also in [{tables[policy]}]"
             )
-        check_policy_keys(document, (name,), policy, values)
+        check_policy_keys(document, (name,), policy, values, typed=typed)
         for key, setting in values.items():
-            check_policy_value(document, (name, key), policy, key, setting)
+            check_policy_value(document, (name, key), policy, key, setting, typed=typed)
         policies[policy] = dict(values)
         tables[policy] = name
-    return ConfigFile(document, simulation, runtime, policies, tables)
+    return ConfigFile(document, simulation, runtime, policies, tables, typed)
 
 
 def settings_table(
@@ -467,24 +516,31 @@ def settings_table(
     return dict(values)
 
 
-def policy_name(document: ConfigDocument, key: KeyPath, name: Any) -> str:
-    """The built-in policy called ``name`` (ours or the original's name), or the error."""
+def policy_name(document: ConfigDocument, key: KeyPath, name: Any, *, typed: bool = False) -> str:
+    """The built-in policy called ``name`` (ours or the original's name; with ``typed``, the
+    typed policy: ours or Gavel's), or the error."""
     if not isinstance(name, str):
         raise document.error(key, f"must be a policy name, got {_shown(name)}")
     try:
-        return resolve_policy_name(name)
+        return resolve_typed_policy(name) if typed else resolve_policy_name(name)
     except ValueError as exc:
-        names = [*POLICIES, *ORIGINAL_NAMES.values()]
+        names = [*TYPED_POLICIES, *GAVEL_NAMES] if typed else [*POLICIES, *ORIGINAL_NAMES.values()]
         close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise document.error(key, f"{exc}{hint}") from None
 
 
 def check_policy_keys(
-    document: ConfigDocument, key: KeyPath, policy: str, values: Mapping[str, Any]
+    document: ConfigDocument,
+    key: KeyPath,
+    policy: str,
+    values: Mapping[str, Any],
+    *,
+    typed: bool = False,
 ) -> None:
-    """Refuse a parameter that policy ``policy`` does not have (named, with the closest)."""
-    known = policy_parameters(policy)
+    """Refuse a parameter that policy ``policy`` (a typed one with ``typed``) does not have
+    (named, with the closest)."""
+    known = typed_policy_parameters(policy) if typed else policy_parameters(policy)
     unknown = sorted(set(values) - set(known))
     if unknown:
         name = unknown[0]
@@ -498,11 +554,17 @@ def check_policy_keys(
 
 
 def check_policy_value(
-    document: ConfigDocument, key: KeyPath, policy: str, name: str, value: Any
+    document: ConfigDocument,
+    key: KeyPath,
+    policy: str,
+    name: str,
+    value: Any,
+    *,
+    typed: bool = False,
 ) -> None:
-    """Refuse a value of the wrong type for parameter ``name`` of ``policy`` (the type of its
-    default; an integer is a number)."""
-    default = policy_parameters(policy)[name]
+    """Refuse a value of the wrong type for parameter ``name`` of ``policy`` (a typed one with
+    ``typed``; the type of its default; an integer is a number)."""
+    default = (typed_policy_parameters(policy) if typed else policy_parameters(policy))[name]
     check_value(document, key, value, type(default))
 
 

@@ -213,7 +213,7 @@ _TRACE = f'[[traces]]\npath = "small.trace"\nthroughputs = "{THROUGHPUTS}"\n'
         ),
         (
             f'policies = ["gavel"]\n[params.gavel]\nx = 1\n{_TRACE}cluster = "v100:2"\n',
-            ["params", "no parameters"],
+            ["params", "not swept on a typed cluster"],
         ),
         (  # a homogeneous simulator's setting
             f'policies = ["gavel"]\n[simulation]\nrestart_penalty_seconds = 5\n{_TRACE}'

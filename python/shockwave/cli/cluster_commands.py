@@ -386,19 +386,22 @@ def _start_run(args: argparse.Namespace, display: LiveDisplay, output: Path | No
         "max_restarts": args.max_restarts,
     }
     given = {key: value for key, value in options.items() if value is not None}
-    config_file = read_config(args.config) if args.config else None
+    config_file = read_config(args.config, typed=cluster is not None) if args.config else None
     parameters: dict[str, Any] = {}
     settings: dict[str, Any] = {}
     if cluster is not None:
         given["cluster"] = cluster
     if config_file is not None:
-        parameters = dict(config_file.policies.get(name, {})) if cluster is None else {}
+        parameters = dict(config_file.policies.get(name, {}))
         settings = _runtime_settings(config_file)
         for key in set(given) & set(settings):
             flag = f"--{key.replace('_', '-')}"
             raise UsageError(f"{args.config}: {key} is set there and by {flag}; keep one")
+        # a bad parameter fails now, before anything is written
         if cluster is None:
-            config_file.policy(name)  # a bad parameter fails now, before anything is written
+            config_file.policy(name)
+        else:
+            config_file.typed_policy(name, 0)
     if {**settings, **given}.get("ray_address") and {**settings, **given}.get("executor") != "ray":
         raise ValueError("--ray-address needs --executor ray")
     workload_path = Path(args.workload).absolute()

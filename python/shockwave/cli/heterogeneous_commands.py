@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from shockwave.cli.paths import check_distinct_paths, write_output
+from shockwave.config_file import read_config
 from shockwave.errors import DataError, OutputError, UsageError
 from shockwave.heterogeneous import (
     ClusterSpec,
@@ -36,7 +39,7 @@ from shockwave.traces import is_native
 #: The files ``compare --cluster --plots DIR`` writes.
 PLOT_FILES = ("utilization_by_type.png", "gpu_hours_by_type.png")
 #: Options of the homogeneous simulator that a typed run does not take.
-_UNSUPPORTED = ("actual", "config", "round_overhead_seconds")
+_UNSUPPORTED = ("actual", "round_overhead_seconds")
 
 
 def is_typed_checkpoint(path: str) -> bool:
@@ -54,9 +57,9 @@ def new_simulation(args: argparse.Namespace, outputs: dict[str, str | None]) -> 
     if not args.policy:
         raise UsageError("simulate needs --policy (or --resume FILE)")
     names = _names([args.policy])
-    inputs, jobs, config = _prepare(args, outputs)
+    inputs, jobs, config, parameters = _prepare(args, outputs, names)
     _check_mechanics(names[0], config)
-    return TypedSimulation(inputs, names[0], config, jobs=jobs)
+    return TypedSimulation(inputs, names[0], config, jobs=jobs, parameters=parameters.get(names[0]))
 
 
 def load_simulation(path: str) -> TypedSimulation:
@@ -90,8 +93,8 @@ def compare(args: argparse.Namespace) -> int:
         outputs.update({f"--plots ({name})": str(Path(args.plots) / name) for name in PLOT_FILES})
         if Path(args.plots).exists() and not Path(args.plots).is_dir():
             raise OutputError(f"--plots {args.plots}: exists and is not a directory")
-    _, jobs, config = _prepare(args, outputs)
-    results = [_run(jobs, name, config) for name in names]
+    _, jobs, config, parameters = _prepare(args, outputs, names)
+    results = [_run(jobs, name, config, parameters.get(name)) for name in names]
     for result in results:
         print(render(result))
     if args.output:
@@ -125,8 +128,10 @@ def _names(raw: Sequence[str]) -> list[str]:
 
 
 def _prepare(
-    args: argparse.Namespace, outputs: dict[str, str | None]
-) -> tuple[TypedInputs, TypedJobs, HeterogeneousConfig]:
+    args: argparse.Namespace, outputs: dict[str, str | None], names: Sequence[str]
+) -> tuple[TypedInputs, TypedJobs, HeterogeneousConfig, dict[str, dict[str, Any]]]:
+    """The inputs, jobs and settings of a typed run of policies ``names``, and each policy's
+    parameters from ``--config`` (every one checked now: a bad value fails before the run)."""
     given = [f"--{k.replace('_', '-')}" for k in _UNSUPPORTED if getattr(args, k, None)]
     if given:
         raise UsageError(f"{', '.join(given)} not available with --cluster yet")
@@ -154,16 +159,47 @@ def _prepare(
         cluster = ClusterSpec.parse(args.cluster)
     except ValueError as exc:
         raise UsageError(f"--cluster {args.cluster}: {exc}") from None
+    options: dict[str, Any] = {
+        "round_seconds": 360.0 if args.round_seconds is None else args.round_seconds,
+        "seed": 0 if args.seed is None else args.seed,
+        "mechanics": mechanics,
+        **({} if penalty is None else {"restart_penalty_seconds": penalty}),
+    }
     try:
-        config = HeterogeneousConfig(
-            round_seconds=360.0 if args.round_seconds is None else args.round_seconds,
-            seed=0 if args.seed is None else args.seed,
-            mechanics=mechanics,
-            **({} if penalty is None else {"restart_penalty_seconds": penalty}),
-        )
+        config = HeterogeneousConfig(**options)  # the command line's options alone (status 2)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    check_distinct_paths(outputs, {"--trace": args.trace, "--throughputs": args.throughputs})
+    parameters: dict[str, dict[str, Any]] = {}
+    if args.config:
+        config_file = read_config(args.config, typed=True)
+        settings = config_file.simulation
+        for key in ("round_seconds", "restart_penalty_seconds"):
+            flag = f"--{key.replace('_', '-')}"
+            if getattr(args, key, None) is not None and key in settings:
+                raise UsageError(f"{args.config}: {key} is set there and by {flag}; keep one")
+            if key in settings:
+                options.pop(key, None)
+        if "restart_penalty_seconds" in settings and mechanics != "exact":
+            raise config_file.error(
+                "simulation",
+                "restart_penalty_seconds applies to --mechanics exact with --cluster (Gavel's "
+                "simulator has no restart penalty)",
+            )
+        config = config_file.heterogeneous_config(**options)  # a refusal is the file's (3)
+        for name in names:  # each policy built once now: a bad value fails before the run
+            config_file.typed_policy(name, config.seed)
+        parameters = {name: dict(values) for name, values in config_file.policies.items()}
+        unused = sorted(set(parameters) - set(names))
+        if unused:
+            print(f"note: --config has parameters for {', '.join(unused)}, not run here",
+                  file=sys.stderr)  # fmt: skip
+        if config_file.runtime:
+            print("note: --config's [runtime] settings are for real runs (cluster run)",
+                  file=sys.stderr)  # fmt: skip
+    check_distinct_paths(
+        outputs,
+        {"--trace": args.trace, "--throughputs": args.throughputs, "--config": args.config},
+    )
     try:
         inputs = TypedInputs.read(cluster, args.trace, None if native else args.throughputs)
         jobs = inputs.jobs()
@@ -173,12 +209,14 @@ def _prepare(
         raise
     except ValueError as exc:
         raise DataError(f"{args.trace}: {exc}") from None
-    return inputs, jobs, config
+    return inputs, jobs, config, parameters
 
 
-def _run(jobs: TypedJobs, name: str, config: HeterogeneousConfig) -> HeterogeneousResult:
+def _run(
+    jobs: TypedJobs, name: str, config: HeterogeneousConfig, parameters: dict[str, Any] | None
+) -> HeterogeneousResult:
     _check_mechanics(name, config)
-    return simulate_heterogeneous(jobs, name, config)
+    return simulate_heterogeneous(jobs, make_typed_policy(name, config.seed, parameters), config)
 
 
 def _check_mechanics(name: str, config: HeterogeneousConfig) -> None:

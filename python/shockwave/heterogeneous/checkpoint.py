@@ -12,7 +12,9 @@ pickle) holding
   throughput file, or the native ``.jsonl``), with the paths that name them in errors: the jobs
   are rebuilt from them exactly as the first run built them (:class:`TypedInputs`);
 * ``config``: the :class:`~shockwave.heterogeneous.simulate.HeterogeneousConfig`, field by field;
-* ``policy``: the typed policy's name (typed policies have no parameters but the seed);
+* ``policy``: the typed policy's name, and ``policy_parameters`` its parameters (``shockwave``'s
+  from ``--config``; the baselines have none but the seed; a checkpoint written before they
+  were saved has none and resumes with the defaults, as it ran);
 * ``wall_seconds``: the wall time spent before the save;
 * ``snapshot``: the round loop's :class:`~shockwave.rounds.snapshot.RoundSnapshot` (books, the
   typed round mechanism, the typed world and the policy's state).
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -165,10 +168,12 @@ class TypedSimulation:
         policy: a typed policy's name (ours or Gavel's).
         config: the settings.
         jobs: ``inputs.jobs()`` if already built (they must be).
+        parameters: the policy's parameters
+            (:func:`~shockwave.heterogeneous.registry.typed_policy_parameters`).
 
     Raises:
         ValueError: as :func:`~shockwave.heterogeneous.simulate.typed_round_loop`, or for an
-            unknown policy.
+            unknown policy or parameter.
     """
 
     def __init__(
@@ -178,12 +183,16 @@ class TypedSimulation:
         config: HeterogeneousConfig,
         *,
         jobs: TypedJobs | None = None,
+        parameters: Mapping[str, Any] | None = None,
     ) -> None:
         self.inputs = inputs
         self.config = config
         self.jobs = inputs.jobs() if jobs is None else jobs
         self.policy_name = resolve_typed_policy(policy)
-        self.policy: TypedAllocationPolicy = make_typed_policy(self.policy_name, config.seed)
+        self.parameters = dict(parameters or {})
+        self.policy: TypedAllocationPolicy = make_typed_policy(
+            self.policy_name, config.seed, self.parameters
+        )
         self.loop = typed_round_loop(self.jobs, self.policy, config)
         #: wall time spent running before the latest resume, seconds
         self.wall_seconds = 0.0
@@ -218,6 +227,7 @@ class TypedSimulation:
             "inputs": self.inputs.to_data(),
             "config": dataclasses.asdict(self.config),
             "policy": self.policy_name,
+            "policy_parameters": self.parameters,
             "wall_seconds": self.wall_seconds,
             "snapshot": self.loop.snapshot().to_data(),
         }
@@ -238,11 +248,14 @@ class TypedSimulation:
         inputs = TypedInputs.from_data(saved.table("inputs"))
         config = _config_of(saved.table("config"))
         policy = saved.text("policy")
+        parameters = saved.raw("policy_parameters") if "policy_parameters" in saved.tree else {}
+        if not isinstance(parameters, dict):
+            raise saved.error("policy_parameters", f"expected a table, got {parameters!r:.80}")
         wall_seconds = saved.number("wall_seconds", finite=True, minimum=0.0)
         snapshot = RoundSnapshot.from_data(saved.raw("snapshot"), f"{where}: the snapshot")
         saved.done()
         try:
-            simulation = cls(inputs, policy, config)
+            simulation = cls(inputs, policy, config, parameters=parameters)
         except (TraceError, UsageError, DataError, ValueError) as exc:
             raise StateFormatError(f"{where}: {exc}") from None
         simulation.loop.restore(snapshot, f"{where}: the snapshot")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from shockwave.errors import InputError
 from shockwave.heterogeneous.fifo import TypedFifo
 from shockwave.heterogeneous.gandiva_fair import TypedGandivaFair
 from shockwave.heterogeneous.gavel_allox import GavelAlloX
@@ -16,6 +19,7 @@ from shockwave.heterogeneous.gavel_policies import (
 )
 from shockwave.heterogeneous.gavel_water_filling import TypedWaterFilling
 from shockwave.heterogeneous.protocol import TypedAllocationPolicy
+from shockwave.policies import checked_parameters
 from shockwave.policies.shockwave.typed_policy import TypedShockwave
 
 #: Our name -> a factory taking the run's seed.
@@ -84,6 +88,44 @@ def resolve_typed_policy(name: str) -> str:
     )
 
 
-def make_typed_policy(name: str, seed: int = 0) -> TypedAllocationPolicy:
-    """A new policy instance by name (ours or Gavel's)."""
-    return TYPED_POLICIES[resolve_typed_policy(name)](seed)
+#: The typed policies that take parameters (ours), by name: each a dataclass whose fields with
+#: defaults are its parameters.
+PARAMETERISED: dict[str, type[TypedShockwave]] = {"shockwave": TypedShockwave}
+
+
+def typed_policy_parameters(name: str) -> dict[str, Any]:
+    """The parameters of typed policy ``name`` (ours or Gavel's) and their defaults: those of
+    ``shockwave``; none for the baselines, whose one setting, the seed, is the run's.
+
+    Raises:
+        ValueError: naming the policy, for an unknown one.
+    """
+    cls = PARAMETERISED.get(resolve_typed_policy(name))
+    if cls is None:
+        return {}
+    return {
+        f.name: f.default
+        for f in dataclasses.fields(cls)
+        if f.init and f.default is not dataclasses.MISSING
+    }
+
+
+def make_typed_policy(
+    name: str, seed: int = 0, parameters: Mapping[str, Any] | None = None
+) -> TypedAllocationPolicy:
+    """A new policy instance by name (ours or Gavel's), with ``parameters``
+    (:func:`typed_policy_parameters`).
+
+    Raises:
+        ValueError: naming the policy, for an unknown one, and the parameter, for an unknown
+            parameter or a bad value.
+    """
+    resolved = resolve_typed_policy(name)
+    checked = checked_parameters(resolved, parameters, typed_policy_parameters(resolved))
+    cls = PARAMETERISED.get(resolved)
+    if cls is None:
+        return TYPED_POLICIES[resolved](seed)
+    try:
+        return cls(**checked)
+    except InputError as exc:
+        raise ValueError(f"policy {resolved!r}: {exc}") from None

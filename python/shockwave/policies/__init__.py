@@ -86,24 +86,36 @@ def make_policy(name: str, parameters: Mapping[str, Any] | None = None) -> Polic
         ValueError: for an unknown policy, an unknown parameter (naming it) or a bad value.
     """
     factory = _factory(name)
-    parameters = dict(parameters or {})
-    known = policy_parameters(name)
-    unknown = sorted(set(parameters) - set(known))
+    return factory(**checked_parameters(name, parameters, policy_parameters(name)))
+
+
+def checked_parameters(
+    name: str, parameters: Mapping[str, Any] | None, known: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``parameters`` of policy ``name`` checked against ``known`` (each parameter's default):
+    every key known, every value of its default's type (an integer is taken as a float where
+    the default is one).
+
+    Raises:
+        ValueError: naming the policy and the parameter.
+    """
+    checked = dict(parameters or {})
+    unknown = sorted(set(checked) - set(known))
     if unknown:
         allowed = ", ".join(sorted(known)) or "none"
         raise ValueError(
             f"policy {name!r} has no parameter {unknown[0]!r} (its parameters: {allowed})"
         )
-    for key, value in parameters.items():
+    for key, value in checked.items():
         default = known[key]
         if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
-            parameters[key] = float(value)
+            checked[key] = float(value)
         elif type(value) is not type(default):
             raise ValueError(
                 f"policy {name!r}: parameter {key!r} must be a {type(default).__name__}, "
                 f"got {value!r}"
             )
-    return factory(**parameters)
+    return checked
 
 
 def built_in_parameters(policy: Policy) -> dict[str, Any] | None:

@@ -309,15 +309,13 @@ def make_executor(config: RuntimeConfig) -> Executor:
 def _named_policy(
     name: str, parameters: dict[str, Any], config: RuntimeConfig
 ) -> tuple[str, Policy | TypedAllocationPolicy]:
-    """A built-in policy by name: a typed one on a heterogeneous cluster (it takes no
-    parameters), the simulator's otherwise; with its resolved name."""
+    """A built-in policy by name with ``parameters``: a typed one on a heterogeneous cluster,
+    the simulator's otherwise; with its resolved name."""
     if config.cluster is None:
         resolved = resolve_policy_name(name)
         return resolved, make_policy(resolved, parameters)
     resolved = resolve_typed_policy(name)
-    if parameters:
-        raise ValueError(f"policy {resolved!r} on a heterogeneous cluster takes no parameters")
-    return resolved, make_typed_policy(resolved)
+    return resolved, make_typed_policy(resolved, parameters=parameters)
 
 
 def _config_meta(config: RuntimeConfig) -> dict[str, Any]:

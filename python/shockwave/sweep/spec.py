@@ -27,7 +27,8 @@ heterogeneous simulator (:func:`shockwave.heterogeneous.simulate_heterogeneous`,
 mechanics) on that cluster with the trace's throughput file, which must hold every type of it.
 Its policies are the typed ones (:data:`shockwave.heterogeneous.TYPED_POLICIES`, ``NAME-agnostic``
 included), its ``mechanics`` can only be ``["gavel"]`` (the default there), it has no
-``[params]`` (typed policies have no parameters), and its ``[simulation]`` takes the
+``[params]`` (not swept on typed clusters yet: ``shockwave``'s typed parameters go in a
+``--config`` file per run), and its ``[simulation]`` takes the
 heterogeneous simulator's settings (:data:`~shockwave.sweep.cells.TYPED_SIMULATION_DEFAULTS`).
 One spec does not mix ``gpus`` and ``cluster``: the two simulators take different policies and
 settings, so a spec that names a cluster on one trace and ``gpus`` on another is refused, naming
@@ -310,7 +311,8 @@ def _typed(doc: ConfigDocument, typed_at: KeyPath) -> SweepSpec:
     if "params" in data:
         raise doc.error(
             ("params",),
-            f"the policies of a typed cluster ({named}) have no parameters to sweep",
+            f"parameters are not swept on a typed cluster ({named}) yet: set shockwave's in a "
+            "--config file of simulate or compare with --cluster",
         )
     seeds = _seeds(doc, data)
     name = _name(doc, data)

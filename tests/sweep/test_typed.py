@@ -5,6 +5,7 @@ interrupted typed sweep resumes; homogeneous parts keep their schema, typed ones
 from __future__ import annotations
 
 import io
+import json
 import math
 from collections.abc import Generator, Sequence
 from pathlib import Path
@@ -14,7 +15,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from shockwave.cli import main
-from shockwave.heterogeneous import HeterogeneousConfig, load_typed_trace, simulate_heterogeneous
+from shockwave.heterogeneous import (
+    HeterogeneousConfig,
+    load_typed_trace,
+    make_typed_policy,
+    simulate_heterogeneous,
+)
+from shockwave.heterogeneous.checkpoint import TypedInputs
+from shockwave.heterogeneous.cluster import ClusterSpec
 from shockwave.sweep import Cell, CellOutcome, execute, load_jobs, load_spec, run_sweep
 from shockwave.sweep.dataset import RESULTS_SCHEMA, TYPED_JOBS_SCHEMA, TYPED_RESULTS_SCHEMA
 from shockwave.sweep.report import write_report
@@ -203,22 +211,41 @@ _TRACE = f'[[traces]]\npath = "small.trace"\nthroughputs = "{THROUGHPUTS}"\n'
             "[[traces]]\ngenerate = { jobs = 4, gpus = 4 }\n",
             ["traces[1].cluster", "required"],
         ),
-        (  # the homogeneous mechanics
-            f'policies = ["gavel"]\nmechanics = ["exact"]\n{_TRACE}cluster = "v100:2"\n',
-            ["mechanics", "Gavel's mechanics only"],
+        (  # mechanics neither Gavel's nor the exact ones
+            f'policies = ["gavel"]\nmechanics = ["fluid"]\n{_TRACE}cluster = "v100:2"\n',
+            ["mechanics[0]", "'gavel' (its default) or 'exact'", "'fluid'"],
+        ),
+        (  # a packing policy under the exact mechanics
+            f'policies = ["gandiva"]\nmechanics = ["exact"]\n{_TRACE}cluster = "v100:2"\n',
+            ["policies[0]", "packs jobs onto shared GPUs"],
         ),
         (  # a policy the typed simulator does not have
             f'policies = ["gavel", "allox-agnostic"]\n{_TRACE}cluster = "v100:2"\n',
             ["policies[1]", "'allox-agnostic'", "not available on a heterogeneous cluster"],
         ),
-        (
+        (  # a baseline has no parameters
             f'policies = ["gavel"]\n[params.gavel]\nx = 1\n{_TRACE}cluster = "v100:2"\n',
-            ["params", "not swept on a typed cluster"],
+            ["params.gavel.x", "policy 'gavel' has no parameter 'x' (its parameters: none)"],
+        ),
+        (  # a parameter of the homogeneous shockwave only
+            f'policies = ["shockwave"]\n[params.shockwave]\nbackend = ["milp"]\n{_TRACE}'
+            'cluster = "v100:2"\n',
+            ["params.shockwave.backend", "has no parameter 'backend'"],
+        ),
+        (  # a value the typed policy refuses
+            f'policies = ["shockwave"]\n[params.shockwave]\ntime_discount = [0.5, 2.0]\n'
+            f'{_TRACE}cluster = "v100:2"\n',
+            ["params.shockwave", "time_discount"],
         ),
         (  # a homogeneous simulator's setting
+            f'policies = ["gavel"]\n[simulation]\nthroughput_noise = 0.1\n{_TRACE}'
+            'cluster = "v100:2"\n',
+            ["simulation.throughput_noise", "not a setting of a typed cluster"],
+        ),
+        (  # the restart penalty under Gavel's mechanics, which have none
             f'policies = ["gavel"]\n[simulation]\nrestart_penalty_seconds = 5\n{_TRACE}'
             'cluster = "v100:2"\n',
-            ["simulation.restart_penalty_seconds", "not a setting of a typed cluster"],
+            ["simulation.restart_penalty_seconds", "exact mechanics only"],
         ),
         (  # a bundled one-type table
             'policies = ["gavel"]\n[[traces]]\npath = "small.trace"\nthroughputs = "tacc"\n'
@@ -257,3 +284,81 @@ def test_the_grid_size_counts_each_cluster() -> None:
         "traces": [{"path": "x.trace", "cluster": ["v100:1", "k80:1", "p100:1"]}],
     }
     assert grid_axes(data)["traces x clusters"] == 3
+
+
+def test_a_typed_spec_sweeps_the_typed_shockwave_parameters(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, jobs=8)
+    text = spec.read_text(encoding="utf-8").replace(
+        f'policies = ["{POLICIES[0]}", "{POLICIES[1]}"]',
+        'policies = ["shockwave", "gavel"]\n'
+        "[params.shockwave]\nmakespan_weight = [0.5, 0.0]\nfinish_fastest = [true, false]",
+    )
+    spec.write_text(text.replace(f'["{CLUSTERS[0]}", "{CLUSTERS[1]}"]', f'"{CLUSTERS[0]}"'))
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "1"]) == 0
+    rows = result_rows(out)
+    settings = sorted(r["parameters"] for r in rows if r["policy"] == "shockwave")
+    expected = ['{"finish_fastest":false,"makespan_weight":0.0}', '{"finish_fastest":false}',
+                '{"makespan_weight":0.0}', "{}"]  # fmt: skip
+    assert settings == sorted(expected)
+    typed = load_typed_trace(spec.parent / "small.trace", THROUGHPUTS, CLUSTERS[0])
+    for row in rows:
+        assert row["status"] == "ok", row["error"]
+        parameters = json.loads(row["parameters"])
+        policy = make_typed_policy(row["policy"], 0, parameters)
+        direct = simulate_heterogeneous(typed, policy, HeterogeneousConfig()).to_dict()
+        assert row["makespan"] == direct["makespan"] and row["avg_jct"] == direct["avg_jct"]
+
+
+def _adapting(directory: Path, cluster: str = "v100:2,p100:2,k80:2") -> Path:
+    """An adapting native workload of ``trace generate --cluster`` (profiles on every type)."""
+    path = directory / "adapting.jsonl"
+    generate = ["trace", "generate", "--jobs", "8", "--cluster", cluster, "--seed", "4",
+                "--gang-size-mix", "0.7,0.3,0,0", "-o", str(path)]  # fmt: skip
+    assert main(generate) == 0
+    return path
+
+
+def test_a_typed_spec_runs_native_workloads_under_the_exact_mechanics(tmp_path: Path) -> None:
+    workload = _adapting(tmp_path)
+    cluster = "v100:2,p100:2,k80:2"
+    spec = tmp_path / "adapting.toml"
+    spec.write_text(
+        'policies = ["shockwave", "gavel"]\nmechanics = ["exact"]\n'
+        "[simulation]\nrestart_penalty_seconds = [20, 40]\n"
+        "[params.shockwave]\nfairness_exponent = [2, 0]\n"
+        f'[[traces]]\npath = "adapting.jsonl"\ncluster = "{cluster}"\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "1"]) == 0
+    rows = result_rows(out)
+    assert len(rows) == 2 * 3  # penalties x (shockwave x 2 settings, gavel)
+    jobs = TypedInputs.read(ClusterSpec.parse(cluster), workload).jobs()
+    for row in rows:
+        assert row["status"] == "ok", row["error"]
+        assert row["mechanics"] == "exact"
+        simulation = json.loads(row["simulation"])
+        config = HeterogeneousConfig(
+            mechanics="exact", restart_penalty_seconds=simulation["restart_penalty_seconds"]
+        )
+        policy = make_typed_policy(row["policy"], 0, json.loads(row["parameters"]))
+        direct = simulate_heterogeneous(jobs, policy, config).to_dict()
+        for name in ("makespan", "avg_jct", "worst_ftf", "unfair_fraction", "rounds"):
+            assert row[name] == direct[name], name
+    # the exact mechanics' restart penalty matters: the two penalties give two schedules
+    gavel = sorted((r["simulation"], r["makespan"]) for r in rows if r["policy"] == "gavel")
+    assert gavel[0][1] != gavel[1][1]
+
+
+def test_a_native_workload_on_a_cluster_it_does_not_fit_is_refused(tmp_path: Path) -> None:
+    _adapting(tmp_path)
+    base = 'policies = ["gavel"]\n[[traces]]\npath = "adapting.jsonl"\n'
+    with pytest.raises(SpecError) as caught:
+        parse_spec(base + 'cluster = "v100:2,a100:2"\n', tmp_path / "s.toml")
+    assert "traces[0].cluster" in str(caught.value) and "a100" in str(caught.value)
+    with pytest.raises(SpecError) as caught:
+        parse_spec(
+            base + f'cluster = "v100:2"\nthroughputs = "{THROUGHPUTS}"\n', tmp_path / "s.toml"
+        )
+    assert "traces[0].throughputs" in str(caught.value)

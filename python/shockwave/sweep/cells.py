@@ -135,7 +135,11 @@ class Cell:
         Raises:
             ValueError: naming a bad setting.
         """
-        return HeterogeneousConfig(seed=self.seed, **self.simulation)
+        return HeterogeneousConfig(
+            seed=self.seed,
+            mechanics=self.mechanics,  # type: ignore[arg-type]  # checked by the config
+            **self.simulation,
+        )
 
     @property
     def parameters_json(self) -> str:

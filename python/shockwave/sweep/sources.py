@@ -12,9 +12,10 @@ and reads them from there, with the same reader as ``shockwave simulate``. The l
 loaded stays cached in the worker process, so consecutive cells of one trace load it once.
 A typed cell (a cluster of several GPU types) loads its jobs with :func:`load_typed_source`, as
 ``shockwave simulate --cluster`` does: a ``.trace`` by
-:func:`~shockwave.heterogeneous.read_typed_trace`, a generated trace by
+:func:`~shockwave.heterogeneous.read_typed_trace` and a generated trace by
 :func:`~shockwave.heterogeneous.typed_jobs_from_workload`, with every type of the throughput
-file.
+file, and a native ``.jsonl`` along its jobs' profiles on every type
+(:class:`~shockwave.heterogeneous.checkpoint.TypedInputs`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from shockwave.heterogeneous import (
     read_typed_trace,
     typed_jobs_from_workload,
 )
-from shockwave.traces import GeneratorParameters, generate_workload, load_workload
+from shockwave.heterogeneous.checkpoint import TypedInputs
+from shockwave.traces import GeneratorParameters, generate_workload, is_native, load_workload
 from shockwave.traces.generator_parameters import (
     PARAMETER_DEFAULTS,
     format_templates,
@@ -219,16 +221,20 @@ def load_typed_source(
     cached = _TYPED_CACHE.get(ident)
     if cached is not None:
         return cached
-    if not isinstance(source.throughputs, FileRef):
-        raise ValueError("a typed cluster needs a throughput file with each of its types")
     paths = {ref.sha256: _local_path(ref, shipped) for ref in source.files()}
-    table_path = paths[source.throughputs.sha256]
-    table = TypedThroughputTable.from_file(table_path)
     spec = ClusterSpec.parse(cluster)
-    if isinstance(source, FileTrace):
-        jobs = read_typed_trace(paths[source.file.sha256], table, spec)
+    if isinstance(source, FileTrace) and is_native(source.file.path):
+        jobs = TypedInputs.read(spec, paths[source.file.sha256]).jobs()
     else:
-        jobs = typed_jobs_from_workload(generate_workload(source.build(table_path)), table, spec)
+        if not isinstance(source.throughputs, FileRef):
+            raise ValueError("a typed cluster needs a throughput file with each of its types")
+        table_path = paths[source.throughputs.sha256]
+        table = TypedThroughputTable.from_file(table_path)
+        if isinstance(source, FileTrace):
+            jobs = read_typed_trace(paths[source.file.sha256], table, spec)
+        else:
+            workload = generate_workload(source.build(table_path))
+            jobs = typed_jobs_from_workload(workload, table, spec)
     _TYPED_CACHE.clear()
     _TYPED_CACHE[ident] = jobs
     return jobs

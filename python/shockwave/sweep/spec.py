@@ -27,8 +27,8 @@ heterogeneous simulator (:func:`shockwave.heterogeneous.simulate_heterogeneous`,
 mechanics) on that cluster with the trace's throughput file, which must hold every type of it.
 Its policies are the typed ones (:data:`shockwave.heterogeneous.TYPED_POLICIES`, ``NAME-agnostic``
 included), its ``mechanics`` can only be ``["gavel"]`` (the default there), it has no
-``[params]`` (not swept on typed clusters yet: ``shockwave``'s typed parameters go in a
-``--config`` file per run), and its ``[simulation]`` takes the
+``[params]`` tables are the typed policies' (``shockwave``'s typed parameters; the baselines
+have none), and its ``[simulation]`` takes the
 heterogeneous simulator's settings (:data:`~shockwave.sweep.cells.TYPED_SIMULATION_DEFAULTS`).
 One spec does not mix ``gpus`` and ``cluster``: the two simulators take different policies and
 settings, so a spec that names a cluster on one trace and ``gpus`` on another is refused, naming
@@ -80,9 +80,12 @@ from shockwave.heterogeneous import (
     ClusterSpec,
     HeterogeneousConfig,
     TypedThroughputTable,
+    make_typed_policy,
     read_typed_trace,
     resolve_typed_policy,
 )
+from shockwave.heterogeneous.checkpoint import TypedInputs
+from shockwave.heterogeneous.registry import typed_policy_parameters
 from shockwave.policies import make_policy, policy_parameters, resolve_policy_name
 from shockwave.scheduling import MECHANICS, SimulationConfig
 from shockwave.sim import Simulation
@@ -95,7 +98,7 @@ from shockwave.sweep.cells import (
 )
 from shockwave.sweep.sources import FileRef, FileTrace, GeneratedTrace, Throughputs, TraceSource
 from shockwave.throughputs import BUNDLED_THROUGHPUTS, ThroughputTable
-from shockwave.traces import load_workload
+from shockwave.traces import is_native, load_workload
 from shockwave.traces.generate import check_throughput_coverage
 from shockwave.traces.generator_parameters import (
     PARAMETER_DEFAULTS,
@@ -302,18 +305,23 @@ def _typed(doc: ConfigDocument, typed_at: KeyPath) -> SweepSpec:
     named = _dotted(typed_at)
     policies = tuple(_typed_policies(doc, _required(doc, data, "policies")))
     mechanics = tuple(_strings(doc, ("mechanics",), data.get("mechanics", ["gavel"])))
-    if mechanics != ("gavel",):
-        raise doc.error(
-            ("mechanics",),
-            f"a spec that names a cluster ({named}) runs the heterogeneous simulator, Gavel's "
-            f'mechanics only: mechanics = ["gavel"] (or leave it out), got {list(mechanics)}',
-        )
-    if "params" in data:
-        raise doc.error(
-            ("params",),
-            f"parameters are not swept on a typed cluster ({named}) yet: set shockwave's in a "
-            "--config file of simulate or compare with --cluster",
-        )
+    for index, kind in enumerate(mechanics):
+        if kind not in TYPED_MECHANICS:
+            raise doc.error(
+                ("mechanics", index),
+                f"a spec that names a cluster ({named}) runs the heterogeneous simulator under "
+                f"'gavel' (its default) or 'exact' mechanics, got {kind!r}",
+            )
+    _no_repeats(doc, ("mechanics",), list(mechanics))
+    if "exact" in mechanics:
+        for index, policy in enumerate(policies):
+            if make_typed_policy(policy).packs_jobs:
+                raise doc.error(
+                    ("policies", index),
+                    f"{policy!r} packs jobs onto shared GPUs: Gavel's mechanics only (drop "
+                    "'exact' from mechanics, or the policy)",
+                )
+    parameters = _parameters(doc, data.get("params", {}), policies, typed=True)
     seeds = _seeds(doc, data)
     name = _name(doc, data)
     baseline = data.get("baseline")
@@ -323,9 +331,15 @@ def _typed(doc: ConfigDocument, typed_at: KeyPath) -> SweepSpec:
             raise doc.error(("baseline",), f"policy {baseline!r} is not in policies")
     traces = _traces(doc, _required(doc, data, "traces"), mechanics, typed_at=typed_at)
     simulation = _typed_simulation(doc, data.get("simulation", {}))
-    for settings, seed in itertools.product(simulation, seeds):
+    if mechanics != ("exact",) and any("restart_penalty_seconds" in s for s in simulation):
+        raise doc.error(
+            ("simulation", "restart_penalty_seconds"),
+            'applies to the exact mechanics only: mechanics = ["exact"] (Gavel\'s simulator '
+            "has no restart penalty)",
+        )
+    for settings, seed, kind in itertools.product(simulation, seeds, mechanics):
         try:
-            HeterogeneousConfig(seed=seed, **settings)
+            HeterogeneousConfig(seed=seed, mechanics=kind, **settings)
         except (ValueError, TypeError) as exc:
             raise doc.error(("simulation",), str(exc)) from None
     return SweepSpec(
@@ -337,7 +351,7 @@ def _typed(doc: ConfigDocument, typed_at: KeyPath) -> SweepSpec:
         seeds=seeds,
         baseline=baseline,
         traces=traces,
-        parameters={p: ({},) for p in policies},
+        parameters=parameters,
         simulation=simulation,
         typed=True,
     )
@@ -370,11 +384,16 @@ def _typed_policies(doc: ConfigDocument, value: Any) -> list[str]:
     return names
 
 
+#: The mechanics a typed spec may sweep.
+TYPED_MECHANICS = ("gavel", "exact")
+#: Settings a typed cell holds only where the spec sets them (so that the keys of the cells
+#: written before they could be set stay), with their defaults.
+_TYPED_OPTIONAL = {"restart_penalty_seconds": HeterogeneousConfig.restart_penalty_seconds}
 #: Settings of the homogeneous simulator a typed spec refuses, and why (the key is named).
 _NOT_TYPED = {
-    k: "the heterogeneous simulator (Gavel's mechanics) has no such setting"
+    k: "the heterogeneous simulator has no such setting"
     for k in SIMULATION_KEYS
-    if k not in TYPED_SIMULATION_DEFAULTS
+    if k not in TYPED_SIMULATION_DEFAULTS and k not in _TYPED_OPTIONAL
 }
 
 
@@ -386,17 +405,19 @@ def _typed_simulation(doc: ConfigDocument, value: Any) -> tuple[Mapping[str, Any
             raise doc.error(
                 ("simulation", key),
                 f"{key!r} is not a setting of a typed cluster: {_NOT_TYPED[key]} (allowed: "
-                f"{', '.join(TYPED_SIMULATION_DEFAULTS)})",
+                f"{', '.join([*TYPED_SIMULATION_DEFAULTS, *_TYPED_OPTIONAL])})",
             )
     settings_table(
-        doc, ("simulation",), value, SimulationConfig, tuple(TYPED_SIMULATION_DEFAULTS),
+        doc, ("simulation",), value, SimulationConfig,
+        (*TYPED_SIMULATION_DEFAULTS, *_TYPED_OPTIONAL),
         what="simulation setting", elsewhere=_SIMULATION_ELSEWHERE, swept=True,
     )  # fmt: skip
+    defaults = {**TYPED_SIMULATION_DEFAULTS, **_TYPED_OPTIONAL}
     axes = {k: _axis(doc, ("simulation", k), v) for k, v in value.items()}
     combos = []
     for values in itertools.product(*axes.values()):
         given = {
-            k: float(v) if isinstance(TYPED_SIMULATION_DEFAULTS[k], float) else v
+            k: float(v) if isinstance(defaults[k], float) else v
             for k, v in zip(axes, values, strict=True)
         }
         combos.append({**TYPED_SIMULATION_DEFAULTS, **given})
@@ -423,10 +444,42 @@ def _typed_table(
     return FileRef.of(file), table
 
 
+def _typed_native_trace(
+    doc: ConfigDocument, where: KeyPath, table: dict[str, Any], file: Path
+) -> TraceEntry:
+    """A native ``.jsonl`` on typed clusters: its jobs' profiles on every type are its
+    throughputs (no ``throughputs`` key), each cluster checked as ``simulate --cluster`` does."""
+    if "throughputs" in table:
+        raise doc.error(
+            (*where, "throughputs"),
+            f"{file.name}: a native workload carries its epoch durations on every type; "
+            "'throughputs' is for a .trace",
+        )
+    clusters = _clusters(doc, (*where, "cluster"), table["cluster"], None)
+    jobs = 0
+    for index, cluster in enumerate(clusters):
+        at = (
+            (*where, "cluster", index)
+            if isinstance(table["cluster"], list)
+            else (*where, "cluster")
+        )
+        try:
+            jobs = len(TypedInputs.read(cluster, file).jobs())
+        except TraceError as exc:
+            raise doc.error((*where, "path"), str(exc)) from None
+        except ValueError as exc:  # DataError and UsageError too: a type, or a job no type runs
+            raise doc.error(at, f"{cluster}: {exc}") from None
+    label = table.get("name") or str(table["path"])
+    source = FileTrace(FileRef.of(file), None)
+    gpus = tuple(c.total_gpus for c in clusters)
+    return TraceEntry(label, label, None, source, jobs, gpus, tuple(str(c) for c in clusters))
+
+
 def _clusters(
-    doc: ConfigDocument, where: KeyPath, value: Any, table: TypedThroughputTable
+    doc: ConfigDocument, where: KeyPath, value: Any, table: TypedThroughputTable | None
 ) -> list[ClusterSpec]:
-    """The clusters of ``where`` (a spec or a list), each type checked against ``table``."""
+    """The clusters of ``where`` (a spec or a list), each type checked against ``table`` (a
+    native workload's types are checked against its jobs' profiles by the caller)."""
     values = value if isinstance(value, list) else [value]
     if not values:
         raise doc.error(where, "an empty list sweeps nothing")
@@ -437,7 +490,8 @@ def _clusters(
             raise doc.error(at, f"must be a cluster such as 'v100:12,p100:12,k80:12', got {text!r}")
         try:
             cluster = ClusterSpec.parse(text)
-            table.check_cluster(cluster)
+            if table is not None:
+                table.check_cluster(cluster)
         except ValueError as exc:
             raise doc.error(at, f"{text!r}: {exc}") from None
         clusters.append(cluster)
@@ -448,11 +502,14 @@ def _clusters(
 def _typed_file_trace(doc: ConfigDocument, where: KeyPath, table: dict[str, Any]) -> TraceEntry:
     written = table["path"]
     file = _existing_file(doc, (*where, "path"), written)
+    if is_native(file):
+        return _typed_native_trace(doc, where, table, file)
     if file.suffix != ".trace":
         raise doc.error(
             (*where, "path"),
-            f"{file.name}: a trace on a cluster is a .trace file (Gavel's or Shockwave's), read "
-            "as 'shockwave simulate --cluster' reads it",
+            f"{file.name}: a trace on a cluster is a .trace file (Gavel's or Shockwave's, with "
+            "'throughputs') or a native .jsonl whose jobs carry a profile on every type, read "
+            "as 'shockwave simulate --cluster' reads them",
         )
     ref, typed = _typed_table(doc, (*where, "throughputs"), table.get("throughputs"))
     clusters = _clusters(doc, (*where, "cluster"), table["cluster"], typed)
@@ -735,14 +792,15 @@ def _check_gangs(
 
 
 def _parameters(
-    doc: ConfigDocument, value: Any, policies: Sequence[str]
+    doc: ConfigDocument, value: Any, policies: Sequence[str], *, typed: bool = False
 ) -> dict[str, tuple[Mapping[str, Any], ...]]:
+    """Each policy's parameter settings (``[params]``; ``typed``: of the typed policies)."""
     if not isinstance(value, dict):
         raise doc.error(("params",), "must be a table of [params.POLICY] tables")
     grids: dict[str, tuple[Mapping[str, Any], ...]] = {p: ({},) for p in policies}
     for key, tables in value.items():
         where: KeyPath = ("params", key)
-        policy = _policy_in(doc, where, key, policies)
+        policy = _policy_in(doc, where, key, policies, typed=typed)
         if isinstance(tables, dict):
             tables = [tables]
         if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
@@ -750,27 +808,30 @@ def _parameters(
         settings: dict[str, Mapping[str, Any]] = {}
         for index, grid in enumerate(tables):
             here = where if len(tables) == 1 else (*where, index)
-            for setting in _grid(doc, here, grid, policy):
+            for setting in _grid(doc, here, grid, policy, typed=typed):
                 settings.setdefault(canonical_json(setting), setting)
         grids[policy] = tuple(settings.values())
     return grids
 
 
 def _grid(
-    doc: ConfigDocument, where: KeyPath, grid: dict[str, Any], policy: str
+    doc: ConfigDocument, where: KeyPath, grid: dict[str, Any], policy: str, *, typed: bool
 ) -> Iterator[dict[str, Any]]:
     """Every combination of one parameter grid, checked and normalised (defaults dropped)."""
-    known = policy_parameters(policy)
-    check_policy_keys(doc, where, policy, grid)
+    known = typed_policy_parameters(policy) if typed else policy_parameters(policy)
+    check_policy_keys(doc, where, policy, grid, typed=typed)
     axes = {k: _axis(doc, (*where, k), v) for k, v in grid.items()}
     for key, axis in axes.items():
         for index, v in enumerate(axis):
             at = (*where, key, index) if isinstance(grid[key], list) else (*where, key)
-            check_policy_value(doc, at, policy, key, v)
+            check_policy_value(doc, at, policy, key, v, typed=typed)
     for values in itertools.product(*axes.values()):
         setting = dict(zip(axes, values, strict=True))
         try:
-            make_policy(policy, setting)
+            if typed:
+                make_typed_policy(policy, 0, setting)
+            else:
+                make_policy(policy, setting)
         except (ValueError, TypeError) as exc:
             raise doc.error(where, str(exc)) from None
         normal = {}
@@ -884,8 +945,10 @@ def _no_repeats(doc: ConfigDocument, where: KeyPath, values: Sequence[Any]) -> N
         raise doc.error(where, f"lists {repeated[0]!r} twice")
 
 
-def _policy_in(doc: ConfigDocument, where: KeyPath, name: Any, policies: Sequence[str]) -> str:
-    policy = policy_name(doc, where, name)
+def _policy_in(
+    doc: ConfigDocument, where: KeyPath, name: Any, policies: Sequence[str], *, typed: bool = False
+) -> str:
+    policy = policy_name(doc, where, name, typed=typed)
     if policy not in policies:
         raise doc.error(where, f"policy {policy!r} is not in policies")
     return policy

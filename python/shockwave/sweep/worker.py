@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shockwave.heterogeneous import HeterogeneousResult, simulate_heterogeneous
+from shockwave.heterogeneous import HeterogeneousResult, make_typed_policy, simulate_heterogeneous
 from shockwave.metrics import SimulationResult
 from shockwave.sim import simulate
 from shockwave.sweep.cells import Cell, labels
@@ -71,7 +71,8 @@ def _execute_typed(cell: Cell, cluster: str, shipped: Mapping[str, bytes] | None
     started = time.perf_counter()
     try:
         jobs = load_typed_source(cell.source, cluster, shipped)
-        result = simulate_heterogeneous(jobs, cell.policy, cell.typed_config())
+        policy = make_typed_policy(cell.policy, cell.seed, cell.parameters)
+        result = simulate_heterogeneous(jobs, policy, cell.typed_config())
     except Exception as exc:  # recorded: one cell's failure does not stop the sweep
         detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         return failed_outcome(cell, f"{type(exc).__name__}: {exc}", detail)

@@ -35,11 +35,11 @@ import math
 import re
 import types
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeVar, Union
 
 from shockwave.errors import DataError
 from shockwave.heterogeneous.protocol import TypedAllocationPolicy
@@ -61,6 +61,8 @@ from shockwave.policies import (
 from shockwave.runtime.config import RuntimeConfig
 from shockwave.scheduling import SimulationConfig
 from shockwave.scheduling.protocol import Policy
+
+_T = TypeVar("_T")
 
 #: The suffixes a configuration file may have.
 SUFFIXES = (".toml", ".json")
@@ -392,16 +394,21 @@ class ConfigFile:
         """The error for the table ``table_name`` (``"simulation"``, a policy's name)."""
         return self.document.error((self.tables.get(table_name, table_name),), what)
 
+    def _made(self, table_name: str, make: Callable[[], _T]) -> _T:
+        """``make()``, or the error naming the table ``table_name`` when its values are refused
+        together (a ``ValueError`` or ``TypeError`` of the dataclass or the policy)."""
+        try:
+            return make()
+        except (ValueError, TypeError) as exc:
+            raise self.error(table_name, str(exc)) from None
+
     def simulation_config(self, **settings: Any) -> SimulationConfig:
         """:class:`SimulationConfig` with ``settings`` and this file's ``[simulation]``.
 
         Raises:
             ConfigError: naming ``[simulation]`` if the settings are refused together.
         """
-        try:
-            return SimulationConfig(**settings, **self.simulation)
-        except (ValueError, TypeError) as exc:
-            raise self.error("simulation", str(exc)) from None
+        return self._made("simulation", lambda: SimulationConfig(**settings, **self.simulation))
 
     def runtime_config(self, **settings: Any) -> RuntimeConfig:
         """:class:`RuntimeConfig` with ``settings`` and this file's ``[runtime]``.
@@ -409,10 +416,7 @@ class ConfigFile:
         Raises:
             ConfigError: naming ``[runtime]`` if the settings are refused together.
         """
-        try:
-            return RuntimeConfig(**settings, **self.runtime)
-        except (ValueError, TypeError) as exc:
-            raise self.error("runtime", str(exc)) from None
+        return self._made("runtime", lambda: RuntimeConfig(**settings, **self.runtime))
 
     def policy(self, name: str) -> Policy:
         """The built-in policy ``name`` (canonical) with its parameters from this file.
@@ -420,10 +424,7 @@ class ConfigFile:
         Raises:
             ConfigError: naming the policy's table if the policy refuses them.
         """
-        try:
-            return make_policy(name, self.policies.get(name))
-        except (ValueError, TypeError) as exc:
-            raise self.error(name, str(exc)) from None
+        return self._made(name, lambda: make_policy(name, self.policies.get(name)))
 
     def heterogeneous_config(self, **settings: Any) -> HeterogeneousConfig:
         """:class:`~shockwave.heterogeneous.simulate.HeterogeneousConfig` with ``settings`` and
@@ -432,10 +433,7 @@ class ConfigFile:
         Raises:
             ConfigError: naming ``[simulation]`` if the settings are refused together.
         """
-        try:
-            return HeterogeneousConfig(**settings, **self.simulation)
-        except (ValueError, TypeError) as exc:
-            raise self.error("simulation", str(exc)) from None
+        return self._made("simulation", lambda: HeterogeneousConfig(**settings, **self.simulation))
 
     def typed_policy(self, name: str, seed: int) -> TypedAllocationPolicy:
         """The typed policy ``name`` (canonical) with its parameters from this file.
@@ -443,10 +441,7 @@ class ConfigFile:
         Raises:
             ConfigError: naming the policy's table if the policy refuses them.
         """
-        try:
-            return make_typed_policy(name, seed, self.policies.get(name))
-        except (ValueError, TypeError) as exc:
-            raise self.error(name, str(exc)) from None
+        return self._made(name, lambda: make_typed_policy(name, seed, self.policies.get(name)))
 
 
 def read_config(path: str | PathLike[str], *, typed: bool = False) -> ConfigFile:

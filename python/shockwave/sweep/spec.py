@@ -444,37 +444,6 @@ def _typed_table(
     return FileRef.of(file), table
 
 
-def _typed_native_trace(
-    doc: ConfigDocument, where: KeyPath, table: dict[str, Any], file: Path
-) -> TraceEntry:
-    """A native ``.jsonl`` on typed clusters: its jobs' profiles on every type are its
-    throughputs (no ``throughputs`` key), each cluster checked as ``simulate --cluster`` does."""
-    if "throughputs" in table:
-        raise doc.error(
-            (*where, "throughputs"),
-            f"{file.name}: a native workload carries its epoch durations on every type; "
-            "'throughputs' is for a .trace",
-        )
-    clusters = _clusters(doc, (*where, "cluster"), table["cluster"], None)
-    jobs = 0
-    for index, cluster in enumerate(clusters):
-        at = (
-            (*where, "cluster", index)
-            if isinstance(table["cluster"], list)
-            else (*where, "cluster")
-        )
-        try:
-            jobs = len(TypedInputs.read(cluster, file).jobs())
-        except TraceError as exc:
-            raise doc.error((*where, "path"), str(exc)) from None
-        except ValueError as exc:  # DataError and UsageError too: a type, or a job no type runs
-            raise doc.error(at, f"{cluster}: {exc}") from None
-    label = table.get("name") or str(table["path"])
-    source = FileTrace(FileRef.of(file), None)
-    gpus = tuple(c.total_gpus for c in clusters)
-    return TraceEntry(label, label, None, source, jobs, gpus, tuple(str(c) for c in clusters))
-
-
 def _clusters(
     doc: ConfigDocument, where: KeyPath, value: Any, table: TypedThroughputTable | None
 ) -> list[ClusterSpec]:
@@ -500,18 +469,29 @@ def _clusters(
 
 
 def _typed_file_trace(doc: ConfigDocument, where: KeyPath, table: dict[str, Any]) -> TraceEntry:
+    """A file on typed clusters, read as ``simulate --cluster`` reads it: a ``.trace`` with a
+    throughput file holding every type, or a native ``.jsonl`` whose jobs' profiles on every
+    type are its throughputs (no ``throughputs`` key); each cluster checked against them."""
     written = table["path"]
     file = _existing_file(doc, (*where, "path"), written)
+    ref: FileRef | None = None
+    typed: TypedThroughputTable | None = None
     if is_native(file):
-        return _typed_native_trace(doc, where, table, file)
-    if file.suffix != ".trace":
+        if "throughputs" in table:
+            raise doc.error(
+                (*where, "throughputs"),
+                f"{file.name}: a native workload carries its epoch durations on every type; "
+                "'throughputs' is for a .trace",
+            )
+    elif file.suffix == ".trace":
+        ref, typed = _typed_table(doc, (*where, "throughputs"), table.get("throughputs"))
+    else:
         raise doc.error(
             (*where, "path"),
             f"{file.name}: a trace on a cluster is a .trace file (Gavel's or Shockwave's, with "
             "'throughputs') or a native .jsonl whose jobs carry a profile on every type, read "
             "as 'shockwave simulate --cluster' reads them",
         )
-    ref, typed = _typed_table(doc, (*where, "throughputs"), table.get("throughputs"))
     clusters = _clusters(doc, (*where, "cluster"), table["cluster"], typed)
     jobs = 0
     for index, cluster in enumerate(clusters):
@@ -521,10 +501,13 @@ def _typed_file_trace(doc: ConfigDocument, where: KeyPath, table: dict[str, Any]
             else (*where, "cluster")
         )
         try:
-            jobs = len(read_typed_trace(file, typed, cluster))
+            if typed is None:
+                jobs = len(TypedInputs.read(cluster, file).jobs())
+            else:
+                jobs = len(read_typed_trace(file, typed, cluster))
         except TraceError as exc:
             raise doc.error((*where, "path"), str(exc)) from None
-        except ValueError as exc:  # a job no type of the cluster can run
+        except ValueError as exc:  # DataError and UsageError too: a type, or a job no type runs
             raise doc.error(at, f"{cluster}: {exc}") from None
     label = table.get("name") or str(written)
     source = FileTrace(FileRef.of(file), ref)

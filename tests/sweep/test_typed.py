@@ -310,6 +310,15 @@ def test_a_typed_spec_sweeps_the_typed_shockwave_parameters(tmp_path: Path) -> N
         assert row["makespan"] == direct["makespan"] and row["avg_jct"] == direct["avg_jct"]
 
 
+def _swept(directory: Path, spec_text: str) -> list[dict[str, Any]]:
+    """The rows of the spec ``spec_text`` swept in ``directory`` on one worker."""
+    spec = directory / "spec.toml"
+    spec.write_text(spec_text, encoding="utf-8")
+    out = directory / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "1"]) == 0
+    return result_rows(out)
+
+
 def _adapting(directory: Path, cluster: str = "v100:2,p100:2,k80:2") -> Path:
     """An adapting native workload of ``trace generate --cluster`` (profiles on every type)."""
     path = directory / "adapting.jsonl"
@@ -322,17 +331,13 @@ def _adapting(directory: Path, cluster: str = "v100:2,p100:2,k80:2") -> Path:
 def test_a_typed_spec_runs_native_workloads_under_the_exact_mechanics(tmp_path: Path) -> None:
     workload = _adapting(tmp_path)
     cluster = "v100:2,p100:2,k80:2"
-    spec = tmp_path / "adapting.toml"
-    spec.write_text(
+    rows = _swept(
+        tmp_path,
         'policies = ["shockwave", "gavel"]\nmechanics = ["exact"]\n'
         "[simulation]\nrestart_penalty_seconds = [20, 40]\n"
         "[params.shockwave]\nfairness_exponent = [2, 0]\n"
         f'[[traces]]\npath = "adapting.jsonl"\ncluster = "{cluster}"\n',
-        encoding="utf-8",
     )
-    out = tmp_path / "out"
-    assert main(["sweep", str(spec), "--out", str(out), "--workers", "1"]) == 0
-    rows = result_rows(out)
     assert len(rows) == 2 * 3  # penalties x (shockwave x 2 settings, gavel)
     jobs = TypedInputs.read(ClusterSpec.parse(cluster), workload).jobs()
     for row in rows:
@@ -362,3 +367,48 @@ def test_a_native_workload_on_a_cluster_it_does_not_fit_is_refused(tmp_path: Pat
             base + f'cluster = "v100:2"\nthroughputs = "{THROUGHPUTS}"\n', tmp_path / "s.toml"
         )
     assert "traces[0].throughputs" in str(caught.value)
+
+
+def test_a_typed_spec_draws_adapting_traces_for_each_cluster(tmp_path: Path) -> None:
+    clusters = ("v100:2,p100:2,k80:2", "v100:3,p100:3,k80:3")
+    rows = _swept(
+        tmp_path,
+        'policies = ["shockwave", "gavel"]\nmechanics = ["exact"]\n[[traces]]\n'
+        "generate = { jobs = 6, seed = [3, 4], gang_size_mix = [0.7, 0.3, 0, 0] }\n"
+        f'cluster = ["{clusters[0]}", "{clusters[1]}"]\n',
+    )
+    assert len(rows) == 2 * 2 * 2  # clusters x seeds x policies
+    # one workload per cluster and seed, named by its size (and a digest of the other settings)
+    named = {(r["trace"].split("-")[2], r["trace"].split(" ", 1)[1]) for r in rows}
+    assert named == {(f"{g}g", f"(seed {s})") for g in (6, 9) for s in (3, 4)}
+    for row in rows:
+        assert row["status"] == "ok", row["error"]
+        # the jobs 'trace generate --cluster' writes, read back as 'simulate --cluster' reads them
+        native = tmp_path / f"{row['key']}.jsonl"
+        generate = ["trace", "generate", "--jobs", "6", "--cluster", row["cluster"],
+                    "--seed", str(row["trace_seed"]), "--gang-size-mix", "0.7,0.3,0,0",
+                    "-o", str(native)]  # fmt: skip
+        assert main(generate) == 0
+        jobs = TypedInputs.read(ClusterSpec.parse(row["cluster"]), native).jobs()
+        config = HeterogeneousConfig(mechanics="exact")
+        direct = simulate_heterogeneous(jobs, row["policy"], config).to_dict()
+        for name in ("makespan", "avg_jct", "worst_ftf", "rounds"):
+            assert row[name] == direct[name], name
+
+
+@pytest.mark.parametrize(
+    ("generate", "cluster", "expected"),
+    [
+        ("{ jobs = 6, gpus = 6 }", "v100:2,p100:2,k80:2", ["traces[0].generate.gpus", "sized"]),
+        ("{ seed = 1 }", "v100:2,p100:2,k80:2", ["traces[0].generate.jobs", "required"]),
+        ("{ jobs = 6 }", "v100:2,a100:2", ["traces[0].cluster", "a100"]),
+    ],
+)
+def test_a_bad_drawn_typed_trace_is_refused_naming_the_key(
+    tmp_path: Path, generate: str, cluster: str, expected: list[str]
+) -> None:
+    text = f'policies = ["gavel"]\n[[traces]]\ngenerate = {generate}\ncluster = "{cluster}"\n'
+    with pytest.raises(SpecError) as caught:
+        parse_spec(text, tmp_path / "s.toml")
+    for part in expected:
+        assert part in str(caught.value), str(caught.value)

@@ -14,8 +14,10 @@ A typed cell (a cluster of several GPU types) loads its jobs with :func:`load_ty
 ``shockwave simulate --cluster`` does: a ``.trace`` by
 :func:`~shockwave.heterogeneous.read_typed_trace` and a generated trace by
 :func:`~shockwave.heterogeneous.typed_jobs_from_workload`, with every type of the throughput
-file, and a native ``.jsonl`` along its jobs' profiles on every type
-(:class:`~shockwave.heterogeneous.checkpoint.TypedInputs`).
+file, and a native ``.jsonl`` or a trace generated for the cluster (without a throughput
+file) along its jobs' profiles on every type
+(:class:`~shockwave.heterogeneous.checkpoint.TypedInputs`,
+:func:`~shockwave.heterogeneous.typed_jobs_from_profiles`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from shockwave.heterogeneous import (
     TypedJobs,
     TypedThroughputTable,
     read_typed_trace,
+    typed_jobs_from_profiles,
     typed_jobs_from_workload,
 )
 from shockwave.heterogeneous.checkpoint import TypedInputs
@@ -136,6 +139,8 @@ class GeneratedTrace:
         """Every generator parameter, defaults filled in (hashed into the cell keys)."""
         built = self.build()
         values: dict[str, Any] = {"jobs": built.jobs, "gpus": built.gpus}
+        if built.cluster is not None:  # a typed trace drawn for its cluster (only then a key)
+            values["cluster"] = str(built.cluster)
         for name in PARAMETER_DEFAULTS:
             value = getattr(built, name)
             if name == "throughputs":
@@ -225,6 +230,8 @@ def load_typed_source(
     spec = ClusterSpec.parse(cluster)
     if isinstance(source, FileTrace) and is_native(source.file.path):
         jobs = TypedInputs.read(spec, paths[source.file.sha256]).jobs()
+    elif isinstance(source, GeneratedTrace) and source.throughputs is None:
+        jobs = typed_jobs_from_profiles(generate_workload(source.build()), spec)
     else:
         if not isinstance(source.throughputs, FileRef):
             raise ValueError("a typed cluster needs a throughput file with each of its types")

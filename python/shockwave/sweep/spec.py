@@ -23,13 +23,17 @@
 
 A spec whose traces name a **cluster** instead of ``gpus`` (``cluster =
 "v100:12,p100:12,k80:12"``, or a list: each is a cell) is a *typed* sweep: every cell runs the
-heterogeneous simulator (:func:`shockwave.heterogeneous.simulate_heterogeneous`, Gavel's
-mechanics) on that cluster with the trace's throughput file, which must hold every type of it.
-Its policies are the typed ones (:data:`shockwave.heterogeneous.TYPED_POLICIES`, ``NAME-agnostic``
-included), its ``mechanics`` can only be ``["gavel"]`` (the default there), it has no
-``[params]`` tables are the typed policies' (``shockwave``'s typed parameters; the baselines
-have none), and its ``[simulation]`` takes the
-heterogeneous simulator's settings (:data:`~shockwave.sweep.cells.TYPED_SIMULATION_DEFAULTS`).
+heterogeneous simulator (:func:`shockwave.heterogeneous.simulate_heterogeneous`) on that
+cluster, as ``shockwave simulate --cluster`` does: a ``.trace`` with a throughput file holding
+every type of it, a native ``.jsonl`` along its jobs' profiles on every type, or a trace
+generated for the cluster (adapting jobs, as ``trace generate --cluster``) or, with a throughput
+file, for all of them (static jobs). Its policies are the typed ones
+(:data:`shockwave.heterogeneous.TYPED_POLICIES`, ``NAME-agnostic`` included), its
+``mechanics`` are ``["gavel"]`` (the default there), ``["exact"]`` or both, its ``[params]``
+tables are the typed policies' (``shockwave``'s typed parameters; the baselines have none), and
+its ``[simulation]`` takes the heterogeneous simulator's settings
+(:data:`~shockwave.sweep.cells.TYPED_SIMULATION_DEFAULTS`, and ``restart_penalty_seconds``
+under the exact mechanics).
 One spec does not mix ``gpus`` and ``cluster``: the two simulators take different policies and
 settings, so a spec that names a cluster on one trace and ``gpus`` on another is refused, naming
 the key (run two specs into two directories).
@@ -684,6 +688,8 @@ def _generated(
         raise doc.error(here, "must be a table of generator parameters")
     check_keys(doc, here, spec, GENERATE_KEYS)
     clusters: list[ClusterSpec] = []
+    if typed and "throughputs" not in spec:
+        return _generated_for_clusters(doc, where, table, spec)
     if typed:
         _, typed_table = _typed_table(doc, (*here, "throughputs"), spec.get("throughputs"))
         clusters = _clusters(doc, (*where, "cluster"), table["cluster"], typed_table)
@@ -729,9 +735,52 @@ def _generated(
     return entries
 
 
+def _generated_for_clusters(
+    doc: ConfigDocument, where: KeyPath, table: dict[str, Any], spec: dict[str, Any]
+) -> list[TraceEntry]:
+    """A typed trace generated without a throughput file: adapting jobs drawn for each cluster
+    as ``shockwave trace generate --cluster`` draws them (sized to it, with a profile on every
+    type), one workload per cluster and generator seed."""
+    here: KeyPath = (*where, "generate")
+    if "gpus" in spec:
+        raise doc.error(
+            (*here, "gpus"),
+            "a trace drawn for a cluster is sized to it (as 'trace generate --cluster'): leave "
+            "'gpus' out, or give 'throughputs' to draw one static trace for every cluster",
+        )
+    if "jobs" not in spec:
+        raise doc.error((*here, "jobs"), "required")
+    clusters = _clusters(doc, (*where, "cluster"), table["cluster"], None)
+    seeds = tuple(_integers(doc, (*here, "seed"), spec.get("seed", 0), low=0))
+    _no_repeats(doc, (*here, "seed"), seeds)
+    fields = {k: _generator_value(doc, (*here, k), k, v) for k, v in spec.items() if k != "seed"}
+    totals = [c.total_gpus for c in clusters]
+    entries = []
+    for cluster, seed in itertools.product(clusters, seeds):
+        given = {**fields, "gpus": cluster.total_gpus, "cluster": str(cluster), "seed": seed}
+        source = GeneratedTrace(given, None)
+        try:
+            parameters = source.build()
+            check_throughput_coverage(parameters, parameters.throughput_table())
+        except GeneratorParameterError as exc:
+            key = (*where, "cluster") if exc.parameter == "cluster" else (*here, exc.parameter)
+            raise doc.error(key, exc.reason) from None
+        # each cluster draws its own workload: named by its size (gen-100j-36g), or by the
+        # cluster where two clusters have one size
+        family = table.get("name") or _generated_label({**fields, "gpus": cluster.total_gpus})
+        if len(clusters) > 1 and (table.get("name") or totals.count(cluster.total_gpus) > 1):
+            family += f" on {cluster}"
+        jobs, gpus, names = parameters.jobs, (cluster.total_gpus,), (str(cluster),)
+        entries.append(
+            TraceEntry(f"{family} (seed {seed})", family, seed, source, jobs, gpus, names)
+        )
+    return entries
+
+
 def _generated_label(fields: Mapping[str, Any]) -> str:
-    """``gen-460j-128g``, with a short digest of any other parameter given."""
-    label = f"gen-{fields['jobs']}j-{fields['gpus']}g"
+    """``gen-460j-128g`` (``gen-460j`` without ``gpus``: drawn for its cluster), with a short
+    digest of any other parameter given."""
+    label = f"gen-{fields['jobs']}j" + (f"-{fields['gpus']}g" if "gpus" in fields else "")
     others = {k: v for k, v in fields.items() if k not in ("jobs", "gpus")}
     if others:
         label += "-" + hashlib.sha256(canonical_json(others).encode()).hexdigest()[:6]

@@ -329,3 +329,19 @@ def test_the_readme_example_spec_is_valid() -> None:
     spec = load_spec(REPO / "examples" / "sweep.toml")
     assert len(spec.cells()) == 15
     assert spec.traces[0].source.describe() == str(TRACE)  # relative to the spec
+
+
+def test_the_heterogeneous_example_spec_is_issue_23s_evaluation() -> None:
+    spec = load_spec(REPO / "examples" / "heterogeneous_adapting.toml")
+    cells = spec.cells()
+    assert len(cells) == 2 * 3 * 3  # clusters x seeds x policies
+    assert {c.mechanics for c in cells} == {"exact"}
+    assert {(c.cluster, c.trace_seed) for c in cells} == {
+        (cluster, seed)
+        for cluster in ("v100:12,p100:12,k80:12", "v100:36,p100:36,k80:36")
+        for seed in (11, 12, 13)
+    }
+    assert {c.source.describe() for c in cells if c.trace_seed == 11} == {
+        "shockwave trace generate --jobs 100 --cluster v100:12,p100:12,k80:12 --seed 11",
+        "shockwave trace generate --jobs 300 --cluster v100:36,p100:36,k80:36 --seed 11",
+    }

@@ -350,10 +350,7 @@ _SIMULATION_ELSEWHERE = {
     "mechanics": "the command line's --mechanics",
     "seed": "the command line's --seed",
 }
-_TYPED_SIMULATION_ELSEWHERE = {
-    "mechanics": "the command line's --mechanics",
-    "seed": "the command line's --seed",
-}
+_TYPED_SIMULATION_ELSEWHERE = {k: v for k, v in _SIMULATION_ELSEWHERE.items() if k != "gpus"}
 _RUNTIME_ELSEWHERE = {
     "gpus": "the command line's --gpus",
     "run_dir": "the command line's --run-dir",
@@ -374,8 +371,6 @@ class ConfigFile:
         runtime: the ``[runtime]`` settings (:data:`RUNTIME_KEYS`).
         policies: each policy's parameters, as written (each key checked, its type too).
         tables: the key each table was written under (a policy may use its original name).
-        typed: read for a typed cluster (``--cluster``): the policy tables are the typed
-            policies' (:func:`~shockwave.heterogeneous.registry.typed_policy_parameters`).
     """
 
     document: ConfigDocument
@@ -383,7 +378,6 @@ class ConfigFile:
     runtime: Mapping[str, Any]
     policies: Mapping[str, Mapping[str, Any]]
     tables: Mapping[str, str]
-    typed: bool = False
 
     @property
     def path(self) -> Path:
@@ -401,6 +395,17 @@ class ConfigFile:
             return make()
         except (ValueError, TypeError) as exc:
             raise self.error(table_name, str(exc)) from None
+
+    def notes(self, names: Sequence[str]) -> list[str]:
+        """What a simulation of policies ``names`` does not use of this file: the parameters of
+        other policies, a ``[runtime]`` table (``simulate`` and ``compare`` print them)."""
+        notes = []
+        unused = sorted(set(self.policies) - set(names))
+        if unused:
+            notes.append(f"note: --config has parameters for {', '.join(unused)}, not run here")
+        if self.runtime:
+            notes.append("note: --config's [runtime] settings are for real runs (cluster run)")
+        return notes
 
     def simulation_config(self, **settings: Any) -> SimulationConfig:
         """:class:`SimulationConfig` with ``settings`` and this file's ``[simulation]``.
@@ -486,7 +491,7 @@ def read_config(path: str | PathLike[str], *, typed: bool = False) -> ConfigFile
             check_policy_value(document, (name, key), policy, key, setting, typed=typed)
         policies[policy] = dict(values)
         tables[policy] = name
-    return ConfigFile(document, simulation, runtime, policies, tables, typed)
+    return ConfigFile(document, simulation, runtime, policies, tables)
 
 
 def settings_table(

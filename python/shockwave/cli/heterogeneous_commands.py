@@ -189,13 +189,8 @@ def _prepare(
         for name in names:  # each policy built once now: a bad value fails before the run
             config_file.typed_policy(name, config.seed)
         parameters = {name: dict(values) for name, values in config_file.policies.items()}
-        unused = sorted(set(parameters) - set(names))
-        if unused:
-            print(f"note: --config has parameters for {', '.join(unused)}, not run here",
-                  file=sys.stderr)  # fmt: skip
-        if config_file.runtime:
-            print("note: --config's [runtime] settings are for real runs (cluster run)",
-                  file=sys.stderr)  # fmt: skip
+        for note in config_file.notes(names):
+            print(note, file=sys.stderr)
     check_distinct_paths(
         outputs,
         {"--trace": args.trace, "--throughputs": args.throughputs, "--config": args.config},

@@ -398,15 +398,8 @@ def _prepare(
     if config_file is not None:
         for name in names:  # build each policy once now: a bad value fails before the run
             config_file.policy(name)
-    unused = sorted(set(parameters) - set(names))
-    if unused:
-        print(
-            f"note: --config has parameters for {', '.join(unused)}, not run here", file=sys.stderr
-        )
-    if config_file is not None and config_file.runtime:
-        print(
-            "note: --config's [runtime] settings are for real runs (cluster run)", file=sys.stderr
-        )
+        for note in config_file.notes(names):
+            print(note, file=sys.stderr)
     return workload, config, parameters
 
 

@@ -413,7 +413,8 @@ def finishing_types(
     """
     given = np.full(seconds.shape[0], -1, dtype=np.int64)
     can = seconds <= round_seconds
-    for i in np.argsort(-rho_hat, kind="stable"):
+    candidates = np.flatnonzero(can.any(axis=1))  # the few that can finish: the loop is theirs
+    for i in candidates[np.argsort(-rho_hat[candidates], kind="stable")]:
         fits = can[i] & (free >= gang[i])
         if fits.any():
             k = int(np.argmin(np.where(fits, seconds[i], np.inf)))

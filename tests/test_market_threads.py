@@ -1,6 +1,6 @@
 """The market solve gives the same bits on any number of threads (issue 24).
 
-With one GPU type the interior-point passes split their work over threads (at least 256 jobs per
+With one GPU type the interior-point passes split their work over threads (at least 128 jobs per
 thread); the sums over jobs keep the single-threaded order, so shares, prices, gap and iteration
 counts are identical for 1, 2 and 7 threads. With three types the passes run on one thread
 whatever ``threads`` says (checked too).

@@ -318,7 +318,7 @@ def solve(
         threads: threads of the interior-point method's passes with one GPU type, 0 to
             :data:`MAX_SOLVER_THREADS`; 0 is one per available core, the default 1 (two threads
             measured no faster than one on two cores, ``benches/README.md``, issue 24). Markets
-            with fewer than 256 jobs per thread use fewer threads. The result is the same bits
+            with fewer than 128 jobs per thread use fewer threads. The result is the same bits
             for any number.
 
     Returns:

@@ -1,5 +1,11 @@
-//! The thread-count convention shared by the parallel parts of the crate: a requested count of 0
-//! means one thread per available core, and work too small to pay for a thread runs on fewer.
+//! The threads of the crate's parallel parts: the thread-count convention (a requested count of
+//! 0 means one thread per available core, and work too small to pay for a thread runs on fewer)
+//! and one pool of worker threads, started once and reused by every parallel pass.
+//!
+//! The work is always split the same way for a given thread count, whatever the pool's size:
+//! which thread runs an item never changes what the item computes.
+
+use std::sync::OnceLock;
 
 /// Threads to use for `items` units of work when `requested` were asked for (0: one per
 /// available core), with at least `per_thread` units per thread (and at least one thread).
@@ -10,4 +16,61 @@ pub(crate) fn thread_count(requested: usize, items: usize, per_thread: usize) ->
         requested
     };
     available.min(items / per_thread.max(1)).max(1)
+}
+
+/// The worker pool (one thread per available core, or `RAYON_NUM_THREADS`), started on first
+/// use; `None` where threads cannot be started, and then every item runs on the caller.
+fn pool() -> Option<&'static rayon_core::ThreadPool> {
+    static POOL: OnceLock<Option<rayon_core::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon_core::ThreadPoolBuilder::new()
+            .thread_name(|index| format!("shockwave-{index}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Run `work` on every item: the first on the calling thread, the others on the pool's
+/// threads; returns when all are done. Starting a pass costs a wake-up of threads already
+/// running, not a thread's start.
+pub(crate) fn run_all<T: Send>(items: Vec<T>, work: impl Fn(T) + Sync) {
+    let mut items = items.into_iter();
+    let Some(first) = items.next() else {
+        return;
+    };
+    match pool() {
+        Some(pool) if items.len() > 0 => pool.in_place_scope(|scope| {
+            let work = &work;
+            for item in items {
+                scope.spawn(move |_| work(item));
+            }
+            work(first);
+        }),
+        _ => {
+            work(first);
+            items.for_each(work);
+        }
+    }
+}
+
+/// [`run_all`] returning each item's result, in the items' order.
+pub(crate) fn map_all<T: Send, R: Send>(items: Vec<T>, work: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let mut results: Vec<Option<R>> = items.iter().map(|_| None).collect();
+    let tasks: Vec<(T, &mut Option<R>)> = items.into_iter().zip(results.iter_mut()).collect();
+    run_all(tasks, |(item, slot)| *slot = Some(work(item)));
+    results.into_iter().flatten().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_item_runs_once_and_results_keep_their_order() {
+        for items in [0, 1, 2, 7, 64] {
+            let out = map_all((0..items).collect(), |i: usize| i * i);
+            assert_eq!(out, (0..items).map(|i| i * i).collect::<Vec<_>>());
+        }
+    }
 }

@@ -72,7 +72,7 @@ pub struct SolverSettings {
     pub simd: bool,
     /// Threads for the interior-point method's passes (one GPU type); 0: one per available
     /// core; default 1 (on two cores, idle or shared, two threads were measured no faster than
-    /// one: `benches/README.md`, issue 24). Markets with fewer than 256 jobs per thread use fewer threads. The
+    /// one: `benches/README.md`, issue 24). Markets with fewer than 128 jobs per thread use fewer threads. The
     /// results are the same bits for any number (at most [`MAX_THREADS`]).
     pub threads: usize,
 }

@@ -498,7 +498,7 @@ fn solution_bits(s: &MarketSolution) -> (Vec<u64>, Vec<u64>, u64, [usize; 3]) {
 
 #[test]
 fn any_number_of_threads_gives_the_same_bits() {
-    // Markets below and above the threshold (256 jobs per thread; 1,800 jobs take all of 7
+    // Markets below and above the threshold (128 jobs per thread; 1,800 jobs take all of 7
     // threads), windows of the fixed width (T = 20) and not, with and without ceilings, one GPU
     // type and three (whose passes run on one thread), cold and warm.
     let cases = [

@@ -416,28 +416,8 @@ fn predict_jobs(
         (j_rest, m_rest, s_rest, o_rest, v_rest) = (j2, m2, s2, o2, v2);
     }
     let run = |task: Task<'_, '_>| task.run(estimator, settings, num_rounds, round_seconds);
-    if tasks.len() <= 1 {
-        for task in tasks {
-            run(task)?;
-        }
-    } else {
-        let results: Vec<Result<(), AdaptationError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = tasks
-                .into_iter()
-                .map(|task| scope.spawn(move || run(task)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|handle| {
-                    handle.join().unwrap_or_else(|_| {
-                        Err(AdaptationError::new("predict", "a worker thread failed"))
-                    })
-                })
-                .collect()
-        });
-        for result in results {
-            result?;
-        }
+    for result in crate::threads::map_all(tasks, run) {
+        result?;
     }
     Ok(out)
 }

@@ -11,16 +11,15 @@
 //! Every floating-point operation is the one the fused single-threaded loop performed, in the
 //! same order: the results are the same bits for any number of threads and any chunk length.
 //! With one thread the chunks are short (their output rows stay in the first-level cache); with
-//! several, long (each phase starts its threads once per chunk).
+//! several, long (each phase wakes the pool's threads once per chunk).
 
 use std::ops::Range;
-use std::sync::Mutex;
 
 use super::state::{Buyers, Entries};
 
 /// Jobs per thread below which a solve does not spread its passes (measured: see
 /// `benches/README.md`, issue 24).
-pub(crate) const JOBS_PER_THREAD: usize = 256;
+pub(crate) const JOBS_PER_THREAD: usize = 128;
 /// Jobs per chunk with one thread (output rows of `3 x 32 x T` values: 15 KiB at `T = 20`).
 const SERIAL_CHUNK: usize = 32;
 /// Jobs per thread in a chunk with several threads (output rows of 480 KiB at `T = 20` with two
@@ -279,45 +278,11 @@ impl<'a> Part<'a> {
     }
 }
 
-/// Run `work` on every item, one thread each (the first on the calling thread; an item whose
-/// thread cannot be started also runs there); with `avx2`, compiled with AVX2 (see
+/// Run `work` on every item, the first on the calling thread and the others on the crate's
+/// worker pool ([`crate::threads::run_all`]); with `avx2`, compiled with AVX2 (see
 /// [`with_avx2`]: `work` must be an `#[inline(always)]` closure).
 pub(super) fn on_threads<T: Send>(items: Vec<T>, avx2: bool, work: impl Fn(T) + Sync) {
-    let work = |item: T| with_avx2(avx2, &work, item);
-    let mut items = items.into_iter();
-    let Some(first) = items.next() else {
-        return;
-    };
-    let rest: Vec<T> = items.collect();
-    if rest.is_empty() {
-        work(first);
-        return;
-    }
-    let slots: Vec<Mutex<Option<T>>> = rest
-        .into_iter()
-        .map(|item| Mutex::new(Some(item)))
-        .collect();
-    let run = |slot: &Mutex<Option<T>>| {
-        if let Some(item) = slot.lock().ok().and_then(|mut item| item.take()) {
-            work(item);
-        }
-    };
-    std::thread::scope(|scope| {
-        let mut unstarted = Vec::new();
-        for slot in &slots {
-            let run = &run;
-            if std::thread::Builder::new()
-                .spawn_scoped(scope, move || run(slot))
-                .is_err()
-            {
-                unstarted.push(slot);
-            }
-        }
-        work(first);
-        for slot in unstarted {
-            run(slot);
-        }
-    });
+    crate::threads::run_all(items, |item| with_avx2(avx2, &work, item));
 }
 
 /// `work(item)`, with `avx2` (set only where the CPU has AVX2) compiled with AVX2 as

@@ -5,6 +5,9 @@
 //! cargo test --release -p shockwave-core --lib pass_costs -- --ignored --nocapture
 //! ```
 //!
+//! (`typed_pass_costs`: the same passes with three GPU types against one, per entry of the
+//! `N x T x K` layout.)
+//!
 //! Each pass runs on the state of a real solve after a few iterations, with a zero step pending
 //! where the pass applies one (the same work, the state unchanged), compiled with AVX2 as the
 //! solver runs it. The bound: the pass's per-entry arrays (read and written) at the rate of a
@@ -36,7 +39,7 @@ fn median(repeats: usize, mut work: impl FnMut()) -> f64 {
 /// Nanoseconds per entry of each pass, and of a streaming sum per 8-byte value.
 #[allow(unsafe_code)]
 #[target_feature(enable = "avx2")]
-unsafe fn measure(
+unsafe fn measure<const K: usize>(
     ipm: &mut InteriorPoint,
     inst: &Instance,
     repeats: usize,
@@ -51,31 +54,31 @@ unsafe fn measure(
     let per_entry = |seconds: f64| seconds * 1e9 / entries;
     let t = median(repeats, || {
         ipm.pending = Some(zero);
-        black_box(ipm.prepare::<20, 1>(inst));
+        black_box(ipm.prepare::<20, K>(inst));
     });
     // reads a x y z v ix iy cxi cvi dx, writes x y z v ix iy isig
     rows.push(("prepare (with the step's update)", per_entry(t), 17));
     let t = median(repeats, || {
-        black_box(ipm.back_substitute::<20, 1>(inst, Pass::Predictor).check);
+        black_box(ipm.back_substitute::<20, K>(inst, Pass::Predictor).check);
     });
     // reads a z v ix iy isig, writes cxi cvi
     rows.push(("back_substitute (predictor)", per_entry(t), 8));
     let t = median(repeats, || {
         black_box(
-            ipm.back_substitute::<20, 1>(inst, Pass::Corrector { target: 1e-6 })
+            ipm.back_substitute::<20, K>(inst, Pass::Corrector { target: 1e-6 })
                 .check,
         );
     });
     // reads a z v ix iy isig cxi cvi, writes dx
     rows.push(("back_substitute (corrector)", per_entry(t), 9));
     let t = median(repeats, || {
-        black_box(ipm.complementarity::<20, 1>(inst));
+        black_box(ipm.complementarity::<20, K>(inst));
     });
     // reads x y z v
     rows.push(("complementarity", per_entry(t), 4));
     let t = median(repeats, || {
         ipm.pending = Some(zero);
-        ipm.apply_pending::<20, 1>(inst);
+        ipm.apply_pending::<20, K>(inst);
     });
     // reads x y z v ix iy cxi cvi dx, writes x y z v
     rows.push(("apply_pending", per_entry(t), 13));
@@ -115,7 +118,7 @@ fn pass_costs() {
             let repeats = (2_000_000 / jobs).max(11);
             #[allow(unsafe_code)]
             // SAFETY: the CPU has AVX2 (checked above).
-            let rows = unsafe { measure(&mut ipm, &inst, repeats) };
+            let rows = unsafe { measure::<1>(&mut ipm, &inst, repeats) };
             let stream = rows[rows.len() - 1].1;
             println!(
                 "N = {jobs}, T = 20, {threads} thread(s): ns per entry (bound: arrays x stream)"
@@ -127,6 +130,46 @@ fn pass_costs() {
                     ns / (arrays as f64 * stream)
                 );
             }
+        }
+    }
+}
+
+#[test]
+#[ignore = "a measurement: run with --release --ignored --nocapture"]
+fn typed_pass_costs() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        return;
+    }
+    let jobs = 1_000;
+    for types in [1, 3] {
+        let m = if types == 1 {
+            SyntheticMarket::random(jobs, 20, 7)
+        } else {
+            SyntheticMarket::random_typed(jobs, 20, types, 7)
+        };
+        let inst = Instance::new(&m.problem()).unwrap();
+        let mut ipm = InteriorPoint::new(&inst, 1);
+        let mut best = Incumbent::new(&inst);
+        let prices = vec![1.0; inst.goods()];
+        let utilities: Vec<f64> = inst.c.iter().map(|c| c + 0.1).collect();
+        let start = Start {
+            prices: &prices,
+            utilities: &utilities,
+            gap: 1.0,
+        };
+        ipm.run(&inst, &start, 1e-9, 6, &mut best, true);
+        #[allow(unsafe_code)]
+        // SAFETY: the CPU has AVX2 (checked above).
+        let rows = unsafe {
+            if types == 1 {
+                measure::<1>(&mut ipm, &inst, 101)
+            } else {
+                measure::<3>(&mut ipm, &inst, 101)
+            }
+        };
+        println!("N = {jobs}, T = 20, K = {types}: ns per entry (job x round x type)");
+        for (name, ns, _) in rows {
+            println!("  {name:<34} {ns:7.2}");
         }
     }
 }

@@ -5,8 +5,8 @@
 Prints, for cold solves to ``1e-6`` of the benchmark recipe's markets
 (:func:`shockwave.testing.markets.random_market`, T = 20): the median wall time at N = 500
 against Clarabel's own solve time of the same program (cvxpy, ``accuracy=1e-6``); N = 10,000
-against N = 1,000; one thread against two; and K = 3 GPU types at N = 1,000 (whose passes run
-on one thread). Solves of different settings are interleaved, so that the machine's load falls
+against N = 1,000; one thread against two; and K = 3 GPU types at N = 1,000 and 4,000, on one
+thread and two. Solves of different settings are interleaved, so that the machine's load falls
 on all of them alike.
 """
 
@@ -45,13 +45,15 @@ def main() -> None:
     parser.add_argument("--no-clarabel", action="store_true")
     args = parser.parse_args()
     markets = {jobs: random_market(jobs, 20, seed=1) for jobs in (500, 1000, 10_000)}
-    typed = random_typed_market(1000, 20, 3, seed=1)
+    typed = {jobs: random_typed_market(jobs, 20, 3, seed=1) for jobs in (1000, 4000)}
     cases = {
         f"N={jobs} threads={threads}": solver(m, threads)
         for jobs, m in markets.items()
         for threads in (1, 2)
     }
-    cases["K=3 N=1000"] = solver(typed, 1)
+    for jobs, m in typed.items():
+        for threads in (1, 2):
+            cases[f"K=3 N={jobs} threads={threads}"] = solver(m, threads)
     times = medians(cases, args.repeats)
     for name, seconds in times.items():
         print(f"{name:<22} {1e3 * seconds:9.2f} ms")
@@ -61,7 +63,11 @@ def main() -> None:
     for jobs in markets:
         speedup = times[f"N={jobs} threads=1"] / times[f"N={jobs} threads=2"]
         print(f"N={jobs}: 1 thread / 2 threads: {speedup:.2f}x")
-    print(f"K=3 / K=1 at N=1000 (1 thread): {times['K=3 N=1000'] / times['N=1000 threads=1']:.2f}x")
+    for jobs in typed:
+        speedup = times[f"K=3 N={jobs} threads=1"] / times[f"K=3 N={jobs} threads=2"]
+        print(f"K=3 N={jobs}: 1 thread / 2 threads: {speedup:.2f}x")
+    ratio = times["K=3 N=1000 threads=1"] / times["N=1000 threads=1"]
+    print(f"K=3 / K=1 at N=1000 (1 thread): {ratio:.2f}x")
     if not args.no_clarabel:
         oracle = oracle_solve(markets[500], accuracy=1e-6)
         for threads in (1, 2):

@@ -1,9 +1,8 @@
 """The market solve gives the same bits on any number of threads (issue 24).
 
-With one GPU type the interior-point passes split their work over threads (at least 128 jobs per
-thread); the sums over jobs keep the single-threaded order, so shares, prices, gap and iteration
-counts are identical for 1, 2 and 7 threads. With three types the passes run on one thread
-whatever ``threads`` says (checked too).
+The interior-point passes split their work over threads (at least 128 jobs per thread), with one
+GPU type or several; the sums over jobs keep the single-threaded order, so shares, prices, gap and
+iteration counts are identical for 1, 2 and 7 threads.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import pytest
 from shockwave import market
 from shockwave.errors import InputError
 from shockwave.policies.shockwave import Shockwave
+from shockwave.policies.shockwave.typed_policy import TypedShockwave
 
 
 def random_market(jobs: int, rounds: int, types: int, seed: int) -> dict[str, Any]:
@@ -48,7 +48,14 @@ def bits(solution: market.MarketSolution) -> str:
 
 @pytest.mark.parametrize(
     ("jobs", "rounds", "types", "seed"),
-    [(100, 20, 1, 1), (900, 20, 1, 2), (1900, 20, 1, 3), (1300, 9, 1, 4), (400, 20, 3, 5)],
+    [
+        (100, 20, 1, 1),
+        (900, 20, 1, 2),
+        (1900, 20, 1, 3),
+        (1300, 9, 1, 4),
+        (400, 20, 3, 5),
+        (1000, 7, 4, 6),
+    ],
 )
 def test_any_number_of_threads_gives_the_same_bits(
     jobs: int, rounds: int, types: int, seed: int
@@ -73,9 +80,10 @@ def test_threads_are_checked(threads: object) -> None:
     assert error.value.argument == "threads"
 
 
-def test_the_policy_takes_the_thread_count() -> None:
-    assert Shockwave(solver_threads=2).solver_threads == 2
+@pytest.mark.parametrize("policy", [Shockwave, TypedShockwave])
+def test_the_policy_takes_the_thread_count(policy: type[Shockwave] | type[TypedShockwave]) -> None:
+    assert policy(solver_threads=2).solver_threads == 2
     for threads in (-1, market.MAX_SOLVER_THREADS + 1, 0.5):
         with pytest.raises(InputError) as error:
-            Shockwave(solver_threads=threads)  # type: ignore[arg-type]
+            policy(solver_threads=threads)  # type: ignore[arg-type]
         assert error.value.argument == "solver_threads"

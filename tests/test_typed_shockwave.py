@@ -8,6 +8,8 @@ restored ends bit for bit as the run straight through.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -208,3 +210,22 @@ def test_a_job_crowded_out_by_finishing_jobs_waits_and_the_others_are_still_plan
     state = TypedAllocationState(**{**state.__dict__, "gang": np.array([1, 2, 1])})
     x = TypedShockwave().allocate(state)
     np.testing.assert_allclose(x[:, 0], [1.0, 0.0, 1.0], atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["shockwave.policies.shockwave.typed_policy", "shockwave.heterogeneous.registry"],
+)
+def test_the_policy_and_its_registry_import_first(module: str, tmp_path: Path) -> None:
+    """Either side of the registry's import of the policy can be a fresh interpreter's first
+    import (the policy importing ``shockwave.heterogeneous`` once failed as a circular import)."""
+    code = (
+        f"import {module}\n"
+        "from shockwave.heterogeneous.registry import make_typed_policy\n"
+        "print(make_typed_policy('shockwave', 0, {'solver_threads': 2}).solver_threads)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "2"

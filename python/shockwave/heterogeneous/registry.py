@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shockwave.errors import InputError
 from shockwave.heterogeneous.fifo import TypedFifo
@@ -20,7 +20,9 @@ from shockwave.heterogeneous.gavel_policies import (
 from shockwave.heterogeneous.gavel_water_filling import TypedWaterFilling
 from shockwave.heterogeneous.protocol import TypedAllocationPolicy
 from shockwave.policies import checked_parameters
-from shockwave.policies.shockwave.typed_policy import TypedShockwave
+
+if TYPE_CHECKING:
+    from shockwave.policies.shockwave.typed_policy import TypedShockwave
 
 #: Our name -> a factory taking the run's seed.
 TYPED_POLICIES: dict[str, Callable[[int], TypedAllocationPolicy]] = {
@@ -39,7 +41,7 @@ TYPED_POLICIES: dict[str, Callable[[int], TypedAllocationPolicy]] = {
     "allox": lambda seed: GavelAlloX(),
     "gandiva-fair": lambda seed: TypedGandivaFair(aware=True),
     "gandiva-fair-agnostic": lambda seed: TypedGandivaFair(aware=False),
-    "shockwave": lambda seed: TypedShockwave(),
+    "shockwave": lambda seed: parameterised()["shockwave"](),
 }
 
 #: Gavel's policy names (``simulate_scheduler_with_trace.py --policy``) -> ours.
@@ -88,9 +90,13 @@ def resolve_typed_policy(name: str) -> str:
     )
 
 
-#: The typed policies that take parameters (ours), by name: each a dataclass whose fields with
-#: defaults are its parameters.
-PARAMETERISED: dict[str, type[TypedShockwave]] = {"shockwave": TypedShockwave}
+def parameterised() -> dict[str, type[TypedShockwave]]:
+    """The typed policies that take parameters (ours), by name: each a dataclass whose fields
+    with defaults are its parameters. (Imported when asked: the policy's module imports this
+    package, so importing it first must not need this module to have it already.)"""
+    from shockwave.policies.shockwave.typed_policy import TypedShockwave
+
+    return {"shockwave": TypedShockwave}
 
 
 def typed_policy_parameters(name: str) -> dict[str, Any]:
@@ -100,7 +106,7 @@ def typed_policy_parameters(name: str) -> dict[str, Any]:
     Raises:
         ValueError: naming the policy, for an unknown one.
     """
-    cls = PARAMETERISED.get(resolve_typed_policy(name))
+    cls = parameterised().get(resolve_typed_policy(name))
     if cls is None:
         return {}
     return {
@@ -122,7 +128,7 @@ def make_typed_policy(
     """
     resolved = resolve_typed_policy(name)
     checked = checked_parameters(resolved, parameters, typed_policy_parameters(resolved))
-    cls = PARAMETERISED.get(resolved)
+    cls = parameterised().get(resolved)
     if cls is None:
         return TYPED_POLICIES[resolved](seed)
     try:

@@ -19,6 +19,7 @@
 
 use std::fmt::Write as _;
 
+// (`MarketProblem` and `MarketSolution` for the synthetic module, which takes them from here)
 use shockwave_core::market::{
     round_schedule, shift_bids, solve, MarketProblem, MarketSolution, Method, RoundingInput,
     SolverSettings,
@@ -28,53 +29,13 @@ use shockwave_core::market::{
 #[allow(dead_code)]
 mod synthetic;
 
+#[path = "common/bits.rs"]
+mod bits;
+
+use bits::digest;
 use synthetic::{SplitMix64, SyntheticMarket};
 
 const RECORD: &str = "tests/data/market_single_type_bits.txt";
-
-/// FNV-1a over 64-bit words.
-struct Digest(u64);
-
-impl Digest {
-    fn new() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
-    }
-    fn word(&mut self, w: u64) {
-        for byte in w.to_le_bytes() {
-            self.0 ^= u64::from(byte);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    fn floats(&mut self, values: &[f64]) {
-        self.word(values.len() as u64);
-        for v in values {
-            self.word(v.to_bits());
-        }
-    }
-}
-
-fn digest(s: &MarketSolution, schedule: &[bool]) -> u64 {
-    let mut d = Digest::new();
-    d.floats(&s.shares);
-    d.floats(&s.prices);
-    d.floats(&s.utilities);
-    d.floats(&s.bids);
-    d.floats(&[s.objective, s.dual_bound, s.gap]);
-    d.word(s.iterations as u64);
-    d.word(s.pr_iterations as u64);
-    d.word(s.ipm_iterations as u64);
-    d.word(u64::from(s.converged));
-    d.word(s.status.name().len() as u64 + 100 * s.status.name().as_bytes()[0] as u64);
-    d.word(schedule.len() as u64);
-    for chunk in schedule.chunks(64) {
-        let mut w = 0u64;
-        for (k, &b) in chunk.iter().enumerate() {
-            w |= u64::from(b) << k;
-        }
-        d.word(w);
-    }
-    d.0
-}
 
 /// A market of the benchmark recipe with features switched on by `flags` (bits): 1 no ceilings,
 /// 2 small rounds (4 GPUs: too small for 8-GPU gangs), 4 jobs with nothing to gain, 8 budgets

@@ -107,8 +107,9 @@ class Shockwave(RoundPolicy):
         solver_threads: threads of the market solve (``threads`` of
             :func:`shockwave.market.solve`): 0 (one per core) to
             :data:`~shockwave.market.MAX_SOLVER_THREADS`; the plans are the same bits for any
-            number. Default 1: two threads measured slower than one on a shared two-core
-            machine (``benches/README.md``, issue 24).
+            number. Default 1: on a two-core machine shared with other work two threads measured
+            up to 3x slower than one (1.3x to 1.5x faster on an idle one; ``benches/README.md``,
+            issue 24).
         backend: ``"market"`` (the Fisher market, solved in Rust) or ``"milp"`` (the original's
             integer program, solved by HiGHS; :mod:`~shockwave.policies.shockwave.milp`). The
             ``milp`` backend ignores the budget parameters and uses ``milp_makespan_k``; for the

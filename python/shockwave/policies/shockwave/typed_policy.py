@@ -92,6 +92,7 @@ TYPED_PARAMETERS = (
     "rho_max",
     "estimator",
     "solver_tolerance",
+    "solver_threads",
     "gang_budgets",
 )
 
@@ -157,6 +158,7 @@ class TypedShockwave(TypedAllocationPolicy):
     rho_max: float = 1.0
     estimator: Estimator = "markov"
     solver_tolerance: float = 1e-4
+    solver_threads: int = 1
     gang_budgets: bool = False
     progress_offsets: bool = False
     time_discount: float = 0.5
@@ -298,6 +300,7 @@ class TypedShockwave(TypedAllocationPolicy):
                 progress=progress,
                 tol=self.solver_tolerance,
                 warm_start=warm,
+                threads=int(self.solver_threads),
             )
 
         warm = self._warm_start(state, budgets)

@@ -500,13 +500,14 @@ fn solution_bits(s: &MarketSolution) -> (Vec<u64>, Vec<u64>, u64, [usize; 3]) {
 fn any_number_of_threads_gives_the_same_bits() {
     // Markets below and above the threshold (128 jobs per thread; 1,800 jobs take all of 7
     // threads), windows of the fixed width (T = 20) and not, with and without ceilings, one GPU
-    // type and three (whose passes run on one thread), cold and warm.
+    // type and two or three, cold and warm.
     let cases = [
         (100, 20, 1, 11),
         (700, 20, 1, 12),
         (1_030, 13, 1, 13),
         (1_800, 20, 1, 14),
         (600, 20, 3, 15),
+        (1_000, 9, 2, 16),
     ];
     for (jobs, rounds, types, seed) in cases {
         let mut m = if types == 1 {

@@ -3,7 +3,7 @@
 
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_sum, row, row_mut};
-use super::parts::{on_threads, Part};
+use super::parts::{on_threads, Part, Widths};
 use super::{goods, live, width, InteriorPoint};
 
 impl InteriorPoint {
@@ -19,10 +19,15 @@ impl InteriorPoint {
         let rounds = width::<W>(inst);
         let avx2 = self.split.avx2;
         let jobs = 0..inst.buyers();
-        let part = Part::new(&mut self.e, &mut self.b, &mut self.out, jobs, rounds);
+        let part = Part::new(
+            (&mut self.e, &mut self.b, &mut self.k),
+            &mut self.out,
+            jobs,
+            Widths::of::<1>(rounds),
+        );
         let p = &self.t.p;
         on_threads(
-            part.divide(self.split.threads, rounds),
+            part.divide(self.split.threads, Widths::of::<1>(rounds)),
             avx2,
             #[inline(always)]
             |part| {

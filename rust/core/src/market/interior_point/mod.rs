@@ -145,8 +145,8 @@ pub(crate) struct InteriorPoint {
     w: Scratch,
     /// With GPU types only (empty otherwise).
     k: Typed,
-    /// How the one-type passes are split over threads, and the chunk outputs they leave for the
-    /// sums over jobs (empty with GPU types).
+    /// How the passes are split over threads, and the chunk outputs they leave for the sums over
+    /// jobs.
     split: Split,
     out: Outputs,
     /// Starting prices (floored), kept for restarts, and whether each was floored; the starting
@@ -183,7 +183,7 @@ pub(crate) struct Run {
 }
 
 impl InteriorPoint {
-    /// The method's state for `inst`; its one-type passes run on `threads` threads (at least 1;
+    /// The method's state for `inst`; its passes run on `threads` threads (at least 1;
     /// the same bits for any number).
     pub fn new(inst: &Instance, threads: usize) -> Self {
         let (entries, buyers, rounds) = (inst.entries(), inst.buyers(), inst.goods());
@@ -208,12 +208,8 @@ impl InteriorPoint {
         let s = || vec![0.0; slots];
         let r = || vec![0.0; if types > 1 { per_round } else { 0 }];
         let typed_entries = if types > 1 { entries } else { 0 };
-        let split = Split::new(if types == 1 { threads } else { 1 }, buyers);
-        let out = if types == 1 {
-            parts::outputs(&split, per_round)
-        } else {
-            Outputs::default()
-        };
+        let split = Split::new(threads, buyers);
+        let out = parts::outputs(&split, parts::Widths::new(per_round, types));
         Self {
             split,
             out,
@@ -234,12 +230,6 @@ impl InteriorPoint {
                 r: vec![0.0; typed_entries],
                 n: vec![0.0; typed_entries * types],
                 q: vec![0.0; if types > 1 { slots } else { 0 }],
-                ops: r(),
-                eta: r(),
-                a2: r(),
-                pair: r(),
-                p1: r(),
-                p2: r(),
                 block: vec![0.0; if types > 1 { rounds * types } else { 0 }],
                 level: r(),
             },
@@ -272,17 +262,7 @@ impl InteriorPoint {
                 flow: t(),
                 rhs: t(),
             },
-            w: Scratch {
-                g: t(),
-                out: t(),
-                g2: t(),
-                diag: t(),
-                q: t(),
-                c1: t(),
-                c3: t(),
-                schur_rows: vec![0.0; SCHUR_BLOCK * rounds],
-                schur_scales: [0.0; SCHUR_BLOCK],
-            },
+            w: Scratch { diag: t() },
             start_prices: t(),
             start_utilities: b(),
             unpriced: vec![false; rounds],

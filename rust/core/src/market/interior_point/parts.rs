@@ -1,4 +1,5 @@
-//! The split of the one-type passes over threads, deterministically.
+//! The split of the passes over threads, deterministically (with one GPU type: `passes.rs`;
+//! with several: `typed.rs`).
 //!
 //! A pass visits the jobs in chunks of consecutive jobs. Each chunk is handled in two phases:
 //! 1. *per job* (split into runs of consecutive jobs, one per thread): everything that reads and
@@ -15,15 +16,16 @@
 
 use std::ops::Range;
 
-use super::state::{Buyers, Entries};
+use super::state::{Buyers, Entries, Typed};
 
 /// Jobs per thread below which a solve does not spread its passes (measured: see
 /// `benches/README.md`, issue 24).
 pub(crate) const JOBS_PER_THREAD: usize = 128;
-/// Jobs per chunk with one thread (output rows of `3 x 32 x T` values: 15 KiB at `T = 20`).
+/// Jobs per chunk with one thread (output rows of `3 x 32 x T` values with one type: 15 KiB at
+/// `T = 20`; with three types 75 KiB, and fewer jobs per chunk were measured slower).
 const SERIAL_CHUNK: usize = 32;
 /// Jobs per thread in a chunk with several threads (output rows of 480 KiB at `T = 20` with two
-/// threads, within the second-level caches).
+/// threads and one type, within the second-level caches).
 const PARALLEL_CHUNK: usize = 1024;
 /// Per-job scalars a pass leaves for the sums over jobs.
 pub(super) const SCALARS: usize = 8;
@@ -38,7 +40,7 @@ pub(super) struct Outputs<V = Vec<f64>> {
     pub(super) scalars: V,
 }
 
-/// How the one-type passes are split: the threads and the chunk length, and whether the CPU has
+/// How the passes are split: the threads and the chunk length, and whether the CPU has
 /// AVX2 and the solve uses it.
 pub(super) struct Split {
     pub(super) threads: usize,
@@ -71,14 +73,14 @@ impl Split {
     }
 }
 
-/// Chunk output rows for `split` over `rounds`-long rows.
-pub(super) fn outputs(split: &Split, rounds: usize) -> Outputs {
+/// Chunk output rows for `split`, of the lengths `widths`.
+pub(super) fn outputs(split: &Split, widths: Widths) -> Outputs {
     let chunk = split.chunk.next_multiple_of(4);
-    let e = || vec![0.0; chunk * rounds];
+    let e = || vec![0.0; chunk * widths.entry];
     Outputs {
         o1: e(),
         o2: e(),
-        o3: e(),
+        o3: vec![0.0; chunk * widths.blocks],
         scalars: vec![0.0; chunk * SCALARS],
     }
 }
@@ -105,27 +107,67 @@ macro_rules! slice_fields {
     };
 }
 
-type EntryRows<'a> = Entries<&'a mut [f64]>;
+pub(super) type EntryRows<'a> = Entries<&'a mut [f64]>;
 type BuyerRows<'a> = Buyers<&'a mut [f64], &'a mut [usize]>;
 
-/// A run of consecutive jobs, `first..first + jobs`: their rows of the per-entry state, their
-/// per-buyer state and their chunk output rows, indexed from 0.
+/// A job's rows of the per-job arrays of the method with GPU types (empty with one type).
+pub(super) struct TypedRows<'a> {
+    pub(super) hata: &'a mut [f64],
+    pub(super) r: &'a mut [f64],
+    pub(super) n: &'a mut [f64],
+    pub(super) q: &'a mut [f64],
+}
+
+/// The lengths of a job's rows: per entry (its goods, `T K`), per slot (its rounds, `T`), of its
+/// contributions to the price system's within-round blocks (chunk output `o3`: `T K^2`; with
+/// one type the diagonal, `T`) and of its rounds' `K x K` inverses (`T K^2` with GPU types,
+/// else 0).
+#[derive(Clone, Copy)]
+pub(super) struct Widths {
+    pub(super) entry: usize,
+    pub(super) slot: usize,
+    pub(super) blocks: usize,
+    pub(super) inverse: usize,
+}
+
+impl Widths {
+    /// The rows of a market of `rounds` rounds and `types` GPU types.
+    pub(super) fn new(rounds: usize, types: usize) -> Self {
+        let blocks = rounds * types * types;
+        Self {
+            entry: rounds * types,
+            slot: rounds,
+            blocks,
+            inverse: if types > 1 { blocks } else { 0 },
+        }
+    }
+
+    /// [`Self::new`] for `K` types known when compiled.
+    #[inline(always)]
+    pub(super) fn of<const K: usize>(rounds: usize) -> Self {
+        Self::new(rounds, K)
+    }
+}
+
+/// A run of consecutive jobs, `first..first + jobs`: their rows of the per-entry and per-slot
+/// state (and, with GPU types, of the per-job inverses), their per-buyer state and their chunk
+/// output rows (one value per entry), indexed from 0.
 pub(super) struct Part<'a> {
     pub(super) first: usize,
     pub(super) jobs: usize,
     pub(super) e: EntryRows<'a>,
     pub(super) b: BuyerRows<'a>,
+    pub(super) k: TypedRows<'a>,
     pub(super) out: Outputs<&'a mut [f64]>,
 }
 
 impl<'a> Part<'a> {
     /// The jobs `range` of the state, with the first rows of the chunk outputs.
     pub(super) fn new(
-        e: &'a mut Entries,
-        b: &'a mut Buyers,
+        (e, b, k): (&'a mut Entries, &'a mut Buyers, &'a mut Typed),
         out: &'a mut Outputs,
         range: Range<usize>,
-        rounds: usize,
+        widths: Widths,
     ) -> Self {
         let e = slice_fields!(
             e,
@@ -160,6 +202,7 @@ impl<'a> Part<'a> {
                 dbeta
             }
         );
+        let k = slice_fields!(k, TypedRows { hata, r, n, q });
         let out = slice_fields!(
             out,
             Outputs {
@@ -174,37 +217,61 @@ impl<'a> Part<'a> {
             jobs: usize::MAX,
             e,
             b,
+            k,
             out,
         };
-        let (_, rest) = whole.split_at(range.start, rounds, false);
-        let (part, _) = rest.split_at(range.len(), rounds, true);
+        let (_, rest) = whole.split_at(range.start, widths, false);
+        let (part, _) = rest.split_at(range.len(), widths, true);
         part
     }
 
     /// The first `jobs` jobs and the rest; `outputs`: whether the chunk outputs are split too
     /// (else they stay with the second part).
-    fn split_at(self, jobs: usize, rounds: usize, outputs: bool) -> (Self, Self) {
-        let (entries, scalars) = if outputs {
-            (jobs * rounds, jobs * SCALARS)
+    fn split_at(self, jobs: usize, widths: Widths, outputs: bool) -> (Self, Self) {
+        let (entries, blocks, scalars) = if outputs {
+            (jobs * widths.entry, jobs * widths.blocks, jobs * SCALARS)
         } else {
-            (0, 0)
+            (0, 0, 0)
         };
-        let (e0, e1) = split_fields!(
-            self.e,
-            jobs * rounds,
-            Entries {
-                x,
-                y,
-                z,
-                v,
-                ix,
-                iy,
-                isig,
-                dx,
-                cxi,
-                cvi
-            }
+        let (at_entry, at_slot) = (jobs * widths.entry, jobs * widths.slot);
+        let e = self.e;
+        let (x, z, ix, isig) = (
+            cut(e.x, at_entry),
+            cut(e.z, at_entry),
+            cut(e.ix, at_entry),
+            cut(e.isig, at_entry),
         );
+        let (dx, cxi) = (cut(e.dx, at_entry), cut(e.cxi, at_entry));
+        let (y, v, iy, cvi) = (
+            cut(e.y, at_slot),
+            cut(e.v, at_slot),
+            cut(e.iy, at_slot),
+            cut(e.cvi, at_slot),
+        );
+        let e0 = Entries {
+            x: x.0,
+            y: y.0,
+            z: z.0,
+            v: v.0,
+            ix: ix.0,
+            iy: iy.0,
+            isig: isig.0,
+            dx: dx.0,
+            cxi: cxi.0,
+            cvi: cvi.0,
+        };
+        let e1 = Entries {
+            x: x.1,
+            y: y.1,
+            z: z.1,
+            v: v.1,
+            ix: ix.1,
+            iy: iy.1,
+            isig: isig.1,
+            dx: dx.1,
+            cxi: cxi.1,
+            cvi: cvi.1,
+        };
         let (b0, b1) = split_fields!(
             self.b,
             jobs,
@@ -224,11 +291,28 @@ impl<'a> Part<'a> {
                 dbeta
             }
         );
+        let k = self.k;
+        let (hata, r) = (cut(k.hata, at_entry), cut(k.r, at_entry));
+        let (n, q) = (cut(k.n, jobs * widths.inverse), cut(k.q, at_slot));
+        let (k0, k1) = (
+            TypedRows {
+                hata: hata.0,
+                r: r.0,
+                n: n.0,
+                q: q.0,
+            },
+            TypedRows {
+                hata: hata.1,
+                r: r.1,
+                n: n.1,
+                q: q.1,
+            },
+        );
         let (o1, o2) = {
             let out = self.out;
             let (a, b) = cut(out.o1, entries);
             let (c, d) = cut(out.o2, entries);
-            let (f, g) = cut(out.o3, entries);
+            let (f, g) = cut(out.o3, blocks);
             let (h, i) = cut(out.scalars, scalars);
             (
                 Outputs {
@@ -251,6 +335,7 @@ impl<'a> Part<'a> {
                 jobs,
                 e: e0,
                 b: b0,
+                k: k0,
                 out: o1,
             },
             Self {
@@ -258,19 +343,20 @@ impl<'a> Part<'a> {
                 jobs: self.jobs.saturating_sub(jobs),
                 e: e1,
                 b: b1,
+                k: k1,
                 out: o2,
             },
         )
     }
 
     /// Split into `threads` runs of consecutive jobs of (nearly) equal length.
-    pub(super) fn divide(self, threads: usize, rounds: usize) -> Vec<Self> {
+    pub(super) fn divide(self, threads: usize, widths: Widths) -> Vec<Self> {
         let threads = threads.clamp(1, self.jobs.max(1));
         let mut parts = Vec::with_capacity(threads);
         let mut rest = self;
         for left in (1..=threads).rev() {
             let take = rest.jobs.div_ceil(left);
-            let (part, tail) = rest.split_at(take, rounds, true);
+            let (part, tail) = rest.split_at(take, widths, true);
             parts.push(part);
             rest = tail;
         }

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_dot, lane_sum, row, row_mut};
-use super::parts::{on_threads, privately, round_runs, split_runs, Part, SCALARS};
+use super::parts::{on_threads, privately, round_runs, split_runs, Part, Widths, SCALARS};
 use super::row_inverse::{dominant_entry, subtract_outer_products, RowInverse};
 use super::state::{Buyers, Entries, Limits, Pass, PassResult, Pending};
 use super::{live, width, InteriorPoint, NONE, SCHUR_BLOCK};
@@ -24,14 +24,13 @@ impl InteriorPoint {
         let (mut total, mut entry_total) = (0.0, 0.0);
         for chunk in self.split.chunks(inst.buyers()) {
             let part = Part::new(
-                &mut self.e,
-                &mut self.b,
+                (&mut self.e, &mut self.b, &mut self.k),
                 &mut self.out,
                 chunk.clone(),
-                rounds,
+                Widths::of::<1>(rounds),
             );
             on_threads(
-                part.divide(self.split.threads, rounds),
+                part.divide(self.split.threads, Widths::of::<1>(rounds)),
                 avx2,
                 #[inline(always)]
                 |part| {
@@ -90,9 +89,14 @@ impl InteriorPoint {
             let rounds = inst.rounds;
             let avx2 = self.split.avx2;
             let jobs = 0..inst.buyers();
-            let part = Part::new(&mut self.e, &mut self.b, &mut self.out, jobs, rounds);
+            let part = Part::new(
+                (&mut self.e, &mut self.b, &mut self.k),
+                &mut self.out,
+                jobs,
+                Widths::of::<1>(rounds),
+            );
             on_threads(
-                part.divide(self.split.threads, rounds),
+                part.divide(self.split.threads, Widths::of::<1>(rounds)),
                 avx2,
                 #[inline(always)]
                 |part| {
@@ -140,15 +144,14 @@ impl InteriorPoint {
         let runs = round_runs(rounds, threads);
         for chunk in self.split.chunks(inst.buyers()) {
             let part = Part::new(
-                &mut self.e,
-                &mut self.b,
+                (&mut self.e, &mut self.b, &mut self.k),
                 &mut self.out,
                 chunk.clone(),
-                rounds,
+                Widths::of::<1>(rounds),
             );
             let p = &t.p[..rounds];
             on_threads(
-                part.divide(threads, rounds),
+                part.divide(threads, Widths::of::<1>(rounds)),
                 avx2,
                 #[inline(always)]
                 |part| {
@@ -242,15 +245,14 @@ impl InteriorPoint {
         let runs = round_runs(rounds, threads);
         for chunk in self.split.chunks(inst.buyers()) {
             let part = Part::new(
-                &mut self.e,
-                &mut self.b,
+                (&mut self.e, &mut self.b, &mut self.k),
                 &mut self.out,
                 chunk.clone(),
-                rounds,
+                Widths::of::<1>(rounds),
             );
             let (p, dp) = (&t.p[..rounds], &t.dp[..rounds]);
             on_threads(
-                part.divide(threads, rounds),
+                part.divide(threads, Widths::of::<1>(rounds)),
                 avx2,
                 #[inline(always)]
                 |part| {
@@ -335,7 +337,7 @@ impl InteriorPoint {
 
 /// Job `k`'s [`SCALARS`] per-job values of a chunk.
 #[inline(always)]
-fn scalars(values: &[f64], k: usize) -> [f64; SCALARS] {
+pub(super) fn scalars(values: &[f64], k: usize) -> [f64; SCALARS] {
     let mut out = [0.0; SCALARS];
     out.copy_from_slice(row(values, k, SCALARS));
     out

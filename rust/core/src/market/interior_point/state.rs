@@ -1,8 +1,6 @@
 //! The interior-point method's state: dense per-entry, per-buyer and per-round arrays, and the
 //! bookkeeping of a step (its lengths, limits and the pass that computes it).
 
-use super::SCHUR_BLOCK;
-
 /// Per-entry state, dense `buyers x goods`, and per-slot state, dense `buyers x rounds` (a slot
 /// is a job's round: its one gang, over the types). With one GPU type a slot is an entry and the
 /// two layouts are the same. Entries that are not purchasable hold `x = 0, z = 0` and zero
@@ -43,15 +41,8 @@ pub(super) struct Typed {
     pub(super) n: Vec<f64>,
     /// A slot's share of `kappa`, `Q = a^T B^{-1} a`, per slot.
     pub(super) q: Vec<f64>,
-    /// Per-round scratch of one job: `1 + eta S`, `eta`, the sums `A2` and `Pair` over a round's
-    /// types, two rows of per-round sums (`(B^{-1} a) . g`, then `R`).
-    pub(super) ops: Vec<f64>,
-    pub(super) eta: Vec<f64>,
-    pub(super) a2: Vec<f64>,
-    pub(super) pair: Vec<f64>,
-    pub(super) p1: Vec<f64>,
-    pub(super) p2: Vec<f64>,
-    /// The price system's within-round blocks, accumulated apart (`types x types x rounds`).
+    /// The price system's within-round blocks, accumulated apart: `types` values per good
+    /// (round `t` of type `j`: `(j rounds + t) types + f` holds entry `(j, f)`, `f >= j`).
     pub(super) block: Vec<f64>,
     /// Per-round scratch of the central point: the level `lambda` of each round.
     pub(super) level: Vec<f64>,
@@ -104,19 +95,8 @@ pub(super) struct Rounds {
 /// Scratch rows of length `T`.
 #[derive(Default)]
 pub(super) struct Scratch {
-    pub(super) g: Vec<f64>,
-    pub(super) out: Vec<f64>,
-    /// A second right-hand side (the pair solved together in `prepare`).
-    pub(super) g2: Vec<f64>,
     /// The price system's diagonal, accumulated apart from its (strided) place in the matrix.
     pub(super) diag: Vec<f64>,
-    pub(super) q: Vec<f64>,
-    pub(super) c1: Vec<f64>,
-    pub(super) c3: Vec<f64>,
-    /// `d = a / sigma` of up to [`SCHUR_BLOCK`] rows and their `n^2 / kappa`, waiting to be
-    /// subtracted from the price system together.
-    pub(super) schur_rows: Vec<f64>,
-    pub(super) schur_scales: [f64; SCHUR_BLOCK],
 }
 
 /// A step computed but not yet applied (applied by the next [`InteriorPoint::prepare`], fused

@@ -57,10 +57,16 @@
 //! fixed order (deterministic) and vectorisable across rounds. The per-job passes touch only the
 //! job's own rows and add its contributions to the per-good sums in job order.
 
+use std::ops::Range;
+
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_dot, lane_sum, row, row_mut};
+use super::parts::{
+    on_threads, privately, round_runs, split_runs, EntryRows, Part, Widths, SCALARS,
+};
+use super::passes::scalars;
 use super::row_inverse::{dominant_entry, subtract_outer_products};
-use super::state::{Limits, Pass, PassResult, Pending};
+use super::state::{Buyers, Limits, Pass, PassResult, Pending, Typed};
 use super::{live, width, InteriorPoint, NONE, SCHUR_BLOCK};
 
 /// The `K` rows (one per type) of a type-major row of `K rounds` entries.
@@ -278,30 +284,57 @@ impl InteriorPoint {
     ) -> f64 {
         let rounds = width::<W>(inst);
         let goods = rounds * K;
-        let (e, b, t) = (&self.e, &self.b, &self.t);
-        let (comp_x, comp_y) = (&mut self.w.c1[..rounds], &mut self.w.c3[..rounds]);
+        let widths = Widths::of::<K>(rounds);
+        let (threads, avx2) = (self.split.threads, self.split.avx2);
         let (mut total, mut entry_total) = (0.0, 0.0);
-        for k in 0..inst.buyers() {
-            let (x, z) = (
-                split::<K>(row(&e.x, k, goods), rounds),
-                split::<K>(row(&e.z, k, goods), rounds),
+        for chunk in self.split.chunks(inst.buyers()) {
+            let part = Part::new(
+                (&mut self.e, &mut self.b, &mut self.k),
+                &mut self.out,
+                chunk.clone(),
+                widths,
             );
-            let (y, v) = (row(&e.y, k, rounds), row(&e.v, k, rounds));
-            if inst.ceil[k].is_finite() {
-                total += b.r[k] * b.beta[k];
-            }
-            for tt in 0..rounds {
-                let mut sum = 0.0;
-                for j in 0..K {
-                    sum += x[j][tt] * z[j][tt];
+            on_threads(
+                part.divide(threads, widths),
+                avx2,
+                #[inline(always)]
+                |part| {
+                    // the window's length as compiled (captured values would not be)
+                    let rounds = width::<W>(inst);
+                    let goods = rounds * K;
+                    let mut scratch = vec![0.0; 2 * rounds];
+                    let (comp_x, comp_y) = scratch.split_at_mut(rounds);
+                    let (comp_x, comp_y) = (&mut comp_x[..rounds], &mut comp_y[..rounds]);
+                    for k in 0..part.jobs {
+                        let (x, z) = (
+                            split::<K>(row(part.e.x, k, goods), rounds),
+                            split::<K>(row(part.e.z, k, goods), rounds),
+                        );
+                        let (y, v) = (row(part.e.y, k, rounds), row(part.e.v, k, rounds));
+                        for tt in 0..rounds {
+                            let mut sum = 0.0;
+                            for j in 0..K {
+                                sum += x[j][tt] * z[j][tt];
+                            }
+                            comp_x[tt] = sum;
+                            comp_y[tt] = y[tt] * v[tt];
+                        }
+                        let sums = row_mut(part.out.scalars, k, SCALARS);
+                        sums[0] = lane_sum(comp_x);
+                        sums[1] = lane_sum(comp_y);
+                    }
+                },
+            );
+            for (k, job) in chunk.enumerate() {
+                if inst.ceil[job].is_finite() {
+                    total += self.b.r[job] * self.b.beta[job];
                 }
-                comp_x[tt] = sum;
-                comp_y[tt] = y[tt] * v[tt];
+                entry_total += self.out.scalars[k * SCALARS];
+                entry_total += self.out.scalars[k * SCALARS + 1];
             }
-            entry_total += lane_sum(comp_x);
-            entry_total += lane_sum(comp_y);
         }
         total += entry_total;
+        let t = &self.t;
         for tt in 0..goods {
             if inst.good_used[tt] {
                 total += t.s[tt] * t.p[tt];
@@ -310,269 +343,117 @@ impl InteriorPoint {
         total
     }
 
-    /// Apply the pending step to job `k`'s rows: `dz` and `dv` are recomputed from the stored
-    /// corrector terms exactly as the corrector pass computed them.
-    #[inline(always)]
-    fn update_typed<const W: usize, const K: usize>(
-        &mut self,
-        inst: &Instance,
-        k: usize,
-        step: Pending,
-    ) {
-        let rounds = width::<W>(inst);
-        let goods = rounds * K;
-        let e = &mut self.e;
-        let (ix, cxi, dx) = (
-            split::<K>(row(&e.ix, k, goods), rounds),
-            split::<K>(row(&e.cxi, k, goods), rounds),
-            split::<K>(row(&e.dx, k, goods), rounds),
-        );
-        let (iy, cvi) = (row(&e.iy, k, rounds), row(&e.cvi, k, rounds));
-        let x = split_mut::<K>(row_mut(&mut e.x, k, goods), rounds);
-        let z = split_mut::<K>(row_mut(&mut e.z, k, goods), rounds);
-        let (y, v) = (
-            &mut e.y[k * rounds..(k + 1) * rounds],
-            &mut e.v[k * rounds..(k + 1) * rounds],
-        );
-        for t in 0..rounds {
-            let d = round_sum(&at(&dx, t));
-            let dv = step.target * iy[t] - cvi[t] - v[t] + v[t] * iy[t] * d;
-            y[t] -= step.primal * d;
-            v[t] += step.dual * dv;
-            for j in 0..K {
-                let (x, z) = (&mut x[j][t], &mut z[j][t]);
-                let dz = step.target * ix[j][t] - cxi[j][t] - *z - *z * ix[j][t] * dx[j][t];
-                *x += step.primal * dx[j][t];
-                *z += step.dual * dz;
-            }
-        }
-    }
-
     /// Apply the pending step, if any, in a pass of its own.
     #[inline(always)]
     pub(super) fn apply_pending_typed<const W: usize, const K: usize>(&mut self, inst: &Instance) {
         if let Some(step) = self.pending.take() {
             self.apply_pending_scalars(inst, step);
-            for k in 0..inst.buyers() {
-                self.update_typed::<W, K>(inst, k, step);
-            }
+            let rounds = width::<W>(inst);
+            let widths = Widths::of::<K>(rounds);
+            let avx2 = self.split.avx2;
+            let part = Part::new(
+                (&mut self.e, &mut self.b, &mut self.k),
+                &mut self.out,
+                0..inst.buyers(),
+                widths,
+            );
+            on_threads(
+                part.divide(self.split.threads, widths),
+                avx2,
+                #[inline(always)]
+                |mut part| {
+                    for k in 0..part.jobs {
+                        update_job::<W, K>(inst, &mut part.e, k, step);
+                    }
+                },
+            );
         }
     }
 
     /// [`Self::prepare_scalar`] with GPU types: apply the pending step, then per job the
     /// reciprocals, the per-round inverses of the module documentation, the price system (over
     /// the `T K` goods) and the price right-hand sides of `h0` and `h_tau`. Returns the total
-    /// complementarity.
+    /// complementarity. Each job's own work runs on runs of jobs ([`prepare_jobs`]), then the
+    /// sums over jobs on runs of goods, each element accumulated in the jobs' order.
     #[inline(always)]
     pub(super) fn prepare_typed<const W: usize, const K: usize>(&mut self, inst: &Instance) -> f64 {
         let rounds = width::<W>(inst);
         let goods = rounds * K;
+        let widths = Widths::of::<K>(rounds);
         let pending = self.pending.take();
         if let Some(step) = pending {
             self.apply_pending_scalars(inst, step);
         }
+        let (threads, avx2) = (self.split.threads, self.split.avx2);
         self.t.rp.fill(0.0);
         self.t.r0.fill(0.0);
         self.t.rtau.fill(0.0);
         self.schur.fill(0.0);
-        self.k.block.fill(0.0);
-        let mut total = 0.0;
-        let mut entry_total = 0.0;
-        for k in 0..inst.buyers() {
-            if let Some(step) = pending {
-                self.update_typed::<W, K>(inst, k, step);
-            }
-            let (e, b, t, w, kk) = (
-                &mut self.e,
-                &mut self.b,
-                &mut self.t,
-                &mut self.w,
-                &mut self.k,
+        // The within-round blocks, accumulated apart (row-major by good: `K` values per good,
+        // those of the types `f >= j` used), out of the typed state while it is read.
+        let mut blocks = std::mem::take(&mut self.k.block);
+        blocks.fill(0.0);
+        let (mut total, mut entry_total) = (0.0, 0.0);
+        let runs = round_runs(goods, threads);
+        for chunk in self.split.chunks(inst.buyers()) {
+            let part = Part::new(
+                (&mut self.e, &mut self.b, &mut self.k),
+                &mut self.out,
+                chunk.clone(),
+                widths,
             );
-            let a_row = row(&inst.a, k, goods);
-            let a = split::<K>(a_row, rounds);
-            let n = inst.n[k];
-            let (x_row, z_row) = (row(&e.x, k, goods), row(&e.z, k, goods));
-            let (x, z) = (split::<K>(x_row, rounds), split::<K>(z_row, rounds));
-            let (y, v) = (row(&e.y, k, rounds), row(&e.v, k, rounds));
-            let u = inst.c[k] + lane_dot(a_row, x_row);
-            b.u[k] = u;
-            for j in 0..goods {
-                t.rp[j] += n * x_row[j];
-            }
-            let ceiling = inst.ceil[k].is_finite();
-            if ceiling {
-                b.br[k] = b.beta[k] / b.r[k];
-                b.rc[k] = u + b.r[k] - inst.ceil[k];
-                total += b.r[k] * b.beta[k];
-            } else {
-                b.br[k] = 0.0;
-                b.rc[k] = 0.0;
-            }
-            b.coef[k] = inst.w[k] / u - b.br[k] * b.rc[k];
-            let gamma = inst.w[k] / (u * u) + b.br[k];
-            b.gamma[k] = gamma;
-            let inv_gamma = 1.0 / gamma;
-
-            // Pass A: reciprocals (ix = 1/x, iz = x/z, iy = 1/y, eta = v/y, masked to 0 where
-            // nothing is purchasable), each round's sums, B^{-1} a and Q.
-            let ix = split_mut::<K>(row_mut(&mut e.ix, k, goods), rounds);
-            let iz = split_mut::<K>(&mut w.q[..goods], rounds);
-            let hata = split_mut::<K>(row_mut(&mut kk.hata, k, goods), rounds);
-            let rho = split_mut::<K>(row_mut(&mut kk.r, k, goods), rounds);
-            let iy = row_mut(&mut e.iy, k, rounds);
-            let q = row_mut(&mut kk.q, k, rounds);
-            let (eta_r, ops_r) = (&mut kk.eta[..rounds], &mut kk.ops[..rounds]);
-            let (a2_r, pair_r) = (&mut kk.a2[..rounds], &mut kk.pair[..rounds]);
-            let (comp_x, comp_y) = (&mut w.c1[..rounds], &mut w.c3[..rounds]);
-            for tt in 0..rounds {
-                let (at_a, at_x, at_z) = (at(&a, tt), at(&x, tt), at(&z, tt));
-                let mut zeta_inv = [0.0; K];
-                let mut sum = 0.0;
-                for j in 0..K {
-                    let m = live(at_a[j]);
-                    ix[j][tt] = m / (at_x[j] + (1.0 - m));
-                    zeta_inv[j] = m * at_x[j] / (at_z[j] + (1.0 - m));
-                    iz[j][tt] = zeta_inv[j];
-                    sum += at_x[j] * at_z[j];
-                }
-                comp_x[tt] = sum;
-                let m = live_round(&at_a);
-                let ry = m / (y[tt] + (1.0 - m));
-                iy[tt] = ry;
-                let eta = v[tt] * ry;
-                comp_y[tt] = y[tt] * v[tt];
-                let round = Round::new(&at_a, zeta_inv, eta);
-                q[tt] = round.q();
-                let inv_ops = 1.0 / round.ops;
-                for j in 0..K {
-                    rho[j][tt] = round.rho[j];
-                    hata[j][tt] = zeta_inv[j] * round.rho[j] * inv_ops;
-                }
-                eta_r[tt] = eta;
-                ops_r[tt] = round.ops;
-                a2_r[tt] = round.a2;
-                pair_r[tt] = round.pair;
-            }
-            entry_total += lane_sum(comp_x);
-            entry_total += lane_sum(comp_y);
-            let kappa = inv_gamma + lane_sum(q);
-            b.kappa[k] = kappa;
-            let dominant = dominant_entry(q, kappa);
-            b.dominant[k] = dominant;
-            if dominant != NONE {
-                // L of the dominant round, summed directly (kappa - Q would cancel).
-                let own = std::mem::replace(&mut q[dominant], 0.0);
-                b.dominant_loo[k] = inv_gamma + lane_sum(q);
-                q[dominant] = own;
-            }
-            let l_dominant = b.dominant_loo[k];
-
-            // Pass B: each round's E^{-1} and r, the price system's blocks, and the right-hand
-            // sides with their halves (B^{-1} a) . g.
-            let coef = b.coef[k];
-            let lift = if ceiling { -1.0 / b.r[k] } else { 0.0 };
-            let p = split::<K>(&t.p[..goods], rounds);
-            let mut inverse_rows = split_mut::<K>(row_mut(&mut kk.n, k, goods * K), K * rounds);
-            let inverse: [[&mut [f64]; K]; K] = std::array::from_fn(|j| {
-                split_mut::<K>(std::mem::take(&mut inverse_rows[j]), rounds)
-            });
-            let mut block_rows = split_mut::<K>(&mut kk.block[..goods * K], K * rounds);
-            let block: [[&mut [f64]; K]; K] =
-                std::array::from_fn(|j| split_mut::<K>(std::mem::take(&mut block_rows[j]), rounds));
-            let n2 = n * n;
-            let (g, g2) = (
-                split_mut::<K>(&mut w.g[..goods], rounds),
-                split_mut::<K>(&mut w.g2[..goods], rounds),
+            let p = &self.t.p[..goods];
+            on_threads(
+                part.divide(threads, widths),
+                avx2,
+                #[inline(always)]
+                |part| prepare_jobs::<W, K>(inst, p, pending, part),
             );
-            let (pg, pg2) = (&mut kk.p1[..rounds], &mut kk.p2[..rounds]);
-            for tt in 0..rounds {
-                let at_a = at(&a, tt);
-                let l = if tt == dominant {
-                    l_dominant
-                } else {
-                    kappa - q[tt]
-                };
-                let round = Round {
-                    iz: std::array::from_fn(|j| iz[j][tt]),
-                    eta: eta_r[tt],
-                    ops: ops_r[tt],
-                    a2: a2_r[tt],
-                    pair: pair_r[tt],
-                    rho: std::array::from_fn(|j| rho[j][tt]),
-                };
-                let (e_inv, r) = round.inverse(&at_a, l);
-                let (mut s1, mut s2) = (0.0, 0.0);
-                for j in 0..K {
-                    rho[j][tt] = r[j];
-                    for f in 0..K {
-                        inverse[j][f][tt] = e_inv[j][f];
-                        if f >= j {
-                            block[j][f][tt] += n2 * e_inv[j][f];
+            let (e, b, kk, out) = (&self.e, &self.b, &self.k, &self.out);
+            for (k, job) in chunk.clone().enumerate() {
+                if inst.ceil[job].is_finite() {
+                    total += b.r[job] * b.beta[job];
+                }
+                entry_total += out.scalars[k * SCALARS];
+                entry_total += out.scalars[k * SCALARS + 1];
+            }
+            let t = &mut self.t;
+            let tasks: Vec<_> = split_runs(&mut t.rp[..goods], &runs, 1)
+                .into_iter()
+                .zip(split_runs(&mut t.r0[..goods], &runs, 1))
+                .zip(split_runs(&mut t.rtau[..goods], &runs, 1))
+                .zip(split_runs(&mut blocks[..], &runs, K))
+                .zip(split_runs(&mut self.schur[..], &runs, goods))
+                .zip(runs.iter().cloned())
+                .collect();
+            let private = tasks.len() > 1;
+            on_threads(
+                tasks,
+                avx2,
+                #[inline(always)]
+                |(((((rp, r0), rtau), block), schur), run)| {
+                    let sums = [rp, r0, rtau, block, schur];
+                    privately(private, sums, |[rp, r0, rtau, block, schur]| {
+                        let jobs = chunk.clone();
+                        for (k, job) in jobs.clone().enumerate() {
+                            let n = inst.n[job];
+                            let x = &row(&e.x, job, goods)[run.clone()];
+                            let o1 = &row(&out.o1, k, goods)[run.clone()];
+                            let o2 = &row(&out.o2, k, goods)[run.clone()];
+                            for j in 0..run.len() {
+                                rp[j] += n * x[j];
+                                r0[j] += n * o1[j];
+                                rtau[j] += n * o2[j];
+                            }
+                            let blocks = &row(&out.o3, k, goods * K)[run.start * K..run.end * K];
+                            for j in 0..blocks.len() {
+                                block[j] += blocks[j];
+                            }
                         }
-                    }
-                    let gj = coef * at_a[j] - n * p[j][tt];
-                    let g2j = ix[j][tt] - iy[tt] + lift * at_a[j];
-                    g[j][tt] = gj;
-                    g2[j][tt] = g2j;
-                    s1 += hata[j][tt] * gj;
-                    s2 += hata[j][tt] * g2j;
-                }
-                pg[tt] = s1;
-                pg2[tt] = s2;
-            }
-            // The rank one - n^2 / kappa (B^{-1} a)(B^{-1} a)^T, four jobs at a time.
-            let slot = k % SCHUR_BLOCK;
-            let (schur_rows, schur_scales) = (&mut w.schur_rows, &mut w.schur_scales);
-            schur_rows[slot * goods..(slot + 1) * goods].copy_from_slice(row(&kk.hata, k, goods));
-            schur_scales[slot] = n2 / kappa;
-            if slot == SCHUR_BLOCK - 1 || k + 1 == inst.buyers() {
-                schur_scales[slot + 1..].fill(0.0);
-                subtract_outer_products::<0>(
-                    &mut self.schur,
-                    goods,
-                    0..goods,
-                    schur_rows,
-                    schur_scales,
-                );
-            }
-            // Pass C: sum n M^{-1} h0 and sum n M^{-1} h_tau.
-            let inverse = SlotInverse::<K>::new((&kk.hata, &kk.r, &kk.n), k, rounds, dominant);
-            for rest in [&mut kk.p1, &mut kk.p2] {
-                let per_round = &mut rest[..rounds];
-                let total = lane_sum(per_round);
-                let others = if dominant < rounds {
-                    let own = std::mem::replace(&mut per_round[dominant], 0.0);
-                    let others = lane_sum(per_round);
-                    per_round[dominant] = own;
-                    others
-                } else {
-                    0.0
-                };
-                for p in per_round.iter_mut() {
-                    *p = total - *p;
-                }
-                if dominant < rounds {
-                    per_round[dominant] = others;
-                }
-            }
-            let (g, g2) = (
-                split::<K>(&w.g[..goods], rounds),
-                split::<K>(&w.g2[..goods], rounds),
+                        schur_rows::<K>(inst, (b, kk), jobs, (schur, run), goods);
+                    });
+                },
             );
-            let (r0, rtau) = (
-                split_mut::<K>(&mut t.r0[..goods], rounds),
-                split_mut::<K>(&mut t.rtau[..goods], rounds),
-            );
-            let (rest1, rest2) = (&kk.p1[..rounds], &kk.p2[..rounds]);
-            for tt in 0..rounds {
-                let out = inverse.round(&at(&g, tt), rest1[tt], tt);
-                let out2 = inverse.round(&at(&g2, tt), rest2[tt], tt);
-                for j in 0..K {
-                    r0[j][tt] += n * out[j];
-                    rtau[j][tt] += n * out2[j];
-                }
-            }
         }
         self.entry_complementarity = entry_total;
         total += entry_total;
@@ -580,9 +461,9 @@ impl InteriorPoint {
         let (schur, t) = (&mut self.schur, &mut self.t);
         for j in 0..K {
             for f in j..K {
-                let block = &self.k.block[(j * K + f) * rounds..(j * K + f + 1) * rounds];
                 for tt in 0..rounds {
-                    schur[(j * rounds + tt) * goods + f * rounds + tt] = block[tt];
+                    schur[(j * rounds + tt) * goods + f * rounds + tt] =
+                        blocks[(j * rounds + tt) * K + f];
                 }
             }
         }
@@ -599,10 +480,12 @@ impl InteriorPoint {
                 schur[tt * goods + l] = schur[l * goods + tt];
             }
         }
+        self.k.block = blocks;
         total
     }
 
-    /// [`Self::back_substitute_scalar`] with GPU types.
+    /// [`Self::back_substitute_scalar`] with GPU types: each job's direction on runs of jobs
+    /// ([`back_substitute_jobs`]), then the sums over jobs on runs of goods.
     #[inline(always)]
     pub(super) fn back_substitute_typed<const W: usize, const K: usize>(
         &mut self,
@@ -611,7 +494,9 @@ impl InteriorPoint {
     ) -> PassResult {
         let rounds = width::<W>(inst);
         let goods = rounds * K;
-        let (e, b, t, w, kk) = (&mut self.e, &mut self.b, &mut self.t, &mut self.w, &self.k);
+        let widths = Widths::of::<K>(rounds);
+        let (threads, avx2) = (self.split.threads, self.split.avx2);
+        let t = &mut self.t;
         t.flow.fill(0.0);
         if pass == Pass::Predictor {
             t.rcorr.fill(0.0);
@@ -619,162 +504,66 @@ impl InteriorPoint {
         let mut limits = Limits::new();
         let mut poly = [0.0, -self.entry_complementarity, 0.0];
         let mut check = 0.0;
-        let p = split::<K>(&t.p[..goods], rounds);
-        let dp = split::<K>(&t.dp[..goods], rounds);
-        let flow = split_mut::<K>(&mut t.flow[..goods], rounds);
-        let rcorr = split_mut::<K>(&mut t.rcorr[..goods], rounds);
-        let (c1, c3) = (&mut w.c1[..rounds], &mut w.c3[..rounds]);
-        let rest = &mut w.diag[..rounds];
-        for k in 0..inst.buyers() {
-            let a = split::<K>(row(&inst.a, k, goods), rounds);
-            let n = inst.n[k];
-            let (z, ix) = (
-                split::<K>(row(&e.z, k, goods), rounds),
-                split::<K>(row(&e.ix, k, goods), rounds),
+        let runs = round_runs(goods, threads);
+        for chunk in self.split.chunks(inst.buyers()) {
+            let part = Part::new(
+                (&mut self.e, &mut self.b, &mut self.k),
+                &mut self.out,
+                chunk.clone(),
+                widths,
             );
-            let (v, iy) = (row(&e.v, k, rounds), row(&e.iy, k, rounds));
-            let cxi = split_mut::<K>(row_mut(&mut e.cxi, k, goods), rounds);
-            let cvi = row_mut(&mut e.cvi, k, rounds);
-            let dx_store = split_mut::<K>(row_mut(&mut e.dx, k, goods), rounds);
-            let ceiling = inst.ceil[k].is_finite();
-            let inverse = SlotInverse::<K>::new((&kk.hata, &kk.r, &kk.n), k, rounds, b.dominant[k]);
-            let (r, beta, br) = (b.r[k], b.beta[k], b.br[k]);
-            // g = h - n dp (see the scalar pass: the price step is subtracted last)
-            let g_rows = split_mut::<K>(&mut w.g[..goods], rounds);
-            match pass {
-                Pass::Predictor => {
-                    let coef = b.coef[k];
-                    for tt in 0..rounds {
-                        for j in 0..K {
-                            g_rows[j][tt] = (coef * a[j][tt] - n * p[j][tt]) - n * dp[j][tt];
-                        }
-                    }
-                }
-                Pass::Corrector { target } => {
-                    let coef = if ceiling {
-                        b.coef[k] + (b.cr[k] - target) / r
-                    } else {
-                        b.coef[k]
-                    };
-                    for tt in 0..rounds {
-                        for j in 0..K {
-                            let h = (coef * a[j][tt] - n * p[j][tt])
-                                + target * (ix[j][tt] - iy[tt])
-                                + cvi[tt]
-                                - cxi[j][tt];
-                            g_rows[j][tt] = h - n * dp[j][tt];
-                        }
-                    }
-                }
-            }
-            let g = split::<K>(&w.g[..goods], rounds);
-            let total = inverse.rest(&g, rest);
-            let du = total / (b.gamma[k] * b.kappa[k]);
-            let (mut lp, mut ld) = (0.0f64, 0.0f64);
-            match pass {
-                Pass::Predictor => {
-                    // dz = -z (1 + dx/x), dv = -v (1 - D/y) with D = sum_k dx (the round's
-                    // slack moves by -D)
-                    let hc = split_mut::<K>(&mut w.out[..goods], rounds);
-                    for tt in 0..rounds {
-                        let dx = inverse.round(&at(&g, tt), rest[tt], tt);
-                        let (mut s1, mut s3) = (0.0, 0.0);
-                        for j in 0..K {
-                            let d = dx[j];
-                            flow[j][tt] += n * d;
-                            let (zj, ixj) = (z[j][tt], ix[j][tt]);
-                            let px = -d * ixj;
-                            let dz = -zj - zj * ixj * d;
-                            let qz = 1.0 - px;
-                            lp = if px > lp { px } else { lp };
-                            ld = if qz > ld { qz } else { ld };
-                            s1 += d * zj;
-                            s3 += d * dz;
-                            cxi[j][tt] = d * dz * ixj;
-                        }
-                        let d = round_sum(&dx);
-                        let py = d * iy[tt];
-                        let dv = -v[tt] + v[tt] * iy[tt] * d;
-                        let qv = 1.0 - py;
-                        lp = if py > lp { py } else { lp };
-                        ld = if qv > ld { qv } else { ld };
-                        c1[tt] = s1 - d * v[tt];
-                        c3[tt] = s3 - d * dv;
-                        cvi[tt] = -d * dv * iy[tt];
-                    }
-                    let entries_c1 = lane_sum(c1);
-                    poly[0] += entries_c1;
-                    poly[1] -= entries_c1;
-                    poly[2] += lane_sum(c3);
-                    let mut cr = 0.0;
-                    if ceiling {
-                        let dbeta = br * (du - (r - b.rc[k]));
-                        let dr = (-r * beta - r * dbeta) / beta;
-                        lp = lp.max(-dr / r);
-                        ld = ld.max(-dbeta / beta);
-                        cr = dr * dbeta;
-                        poly[0] += dr * beta;
-                        poly[1] += r * dbeta;
+            let (p, dp) = (&t.p[..goods], &t.dp[..goods]);
+            on_threads(
+                part.divide(threads, widths),
+                avx2,
+                #[inline(always)]
+                |part| back_substitute_jobs::<W, K>(inst, (p, dp), pass, part),
+            );
+            let out = &self.out;
+            for (k, job) in chunk.clone().enumerate() {
+                let [lp, ld, du, c1, c3, cb, rdb, cr] = scalars(&out.scalars, k);
+                if pass == Pass::Predictor {
+                    poly[0] += c1;
+                    poly[1] -= c1;
+                    poly[2] += c3;
+                    if inst.ceil[job].is_finite() {
+                        poly[0] += cb;
+                        poly[1] += rdb;
                         poly[2] += cr;
                     }
-                    b.cr[k] = cr;
-                    // sum n M^{-1} hc, hc = dy dv / y - dx dz / x (+ a cr / r).
-                    let lift = if ceiling { cr / r } else { 0.0 };
-                    for tt in 0..rounds {
-                        for j in 0..K {
-                            hc[j][tt] = cvi[tt] - cxi[j][tt] + lift * a[j][tt];
-                        }
-                    }
-                    let hc = split::<K>(&w.out[..goods], rounds);
-                    inverse.rest(&hc, rest);
-                    for tt in 0..rounds {
-                        let out = inverse.round(&at(&hc, tt), rest[tt], tt);
-                        for j in 0..K {
-                            rcorr[j][tt] += n * out[j];
-                        }
-                    }
                 }
-                Pass::Corrector { target } => {
-                    for tt in 0..rounds {
-                        let dx = inverse.round(&at(&g, tt), rest[tt], tt);
-                        for j in 0..K {
-                            let d = dx[j];
-                            flow[j][tt] += n * d;
-                            dx_store[j][tt] = d;
-                            let (zj, ixj) = (z[j][tt], ix[j][tt]);
-                            let dz = target * ixj - cxi[j][tt] - zj - zj * ixj * d;
-                            let px = -d * ixj;
-                            let m = live(a[j][tt]);
-                            let qz = -dz * (m / (zj + (1.0 - m)));
-                            lp = if px > lp { px } else { lp };
-                            ld = if qz > ld { qz } else { ld };
-                        }
-                        let d = round_sum(&dx);
-                        let dv = target * iy[tt] - cvi[tt] - v[tt] + v[tt] * iy[tt] * d;
-                        let py = d * iy[tt];
-                        let m = live_round(&at(&a, tt));
-                        let qv = -dv * (m / (v[tt] + (1.0 - m)));
-                        lp = if py > lp { py } else { lp };
-                        ld = if qv > ld { qv } else { ld };
-                    }
-                    if ceiling {
-                        let cr = b.cr[k];
-                        let qc = -b.rc[k] - (target - cr) / beta + r;
-                        let dbeta = br * (du - qc);
-                        let dr = (target - cr - r * beta - r * dbeta) / beta;
-                        b.dbeta[k] = dbeta;
-                        b.dr[k] = dr;
-                        lp = lp.max(-dr / r);
-                        ld = ld.max(-dbeta / beta);
-                    } else {
-                        b.dbeta[k] = 0.0;
-                        b.dr[k] = 0.0;
-                    }
-                }
+                limits.primal = limits.primal.max(lp);
+                limits.dual = limits.dual.max(ld);
+                check += du + lp + ld;
             }
-            limits.primal = limits.primal.max(lp);
-            limits.dual = limits.dual.max(ld);
-            check += du + lp + ld;
+            let tasks: Vec<_> = split_runs(&mut t.flow[..goods], &runs, 1)
+                .into_iter()
+                .zip(split_runs(&mut t.rcorr[..goods], &runs, 1))
+                .zip(runs.iter().cloned())
+                .collect();
+            let private = tasks.len() > 1;
+            on_threads(
+                tasks,
+                avx2,
+                #[inline(always)]
+                |((flow, rcorr), run)| {
+                    privately(private, [flow, rcorr], |[flow, rcorr]| {
+                        for (k, job) in chunk.clone().enumerate() {
+                            let n = inst.n[job];
+                            let dx = &row(&out.o1, k, goods)[run.clone()];
+                            for j in 0..run.len() {
+                                flow[j] += n * dx[j];
+                            }
+                            if pass == Pass::Predictor {
+                                let out = &row(&out.o2, k, goods)[run.clone()];
+                                for j in 0..run.len() {
+                                    rcorr[j] += n * out[j];
+                                }
+                            }
+                        }
+                    });
+                },
+            );
         }
         let (target, corr) = match pass {
             Pass::Predictor => (0.0, 0.0),
@@ -801,5 +590,450 @@ impl InteriorPoint {
             poly,
             check,
         }
+    }
+}
+
+/// Apply a step to job `k`'s rows of a part: `dz` and `dv` are recomputed from the stored
+/// corrector terms exactly as the corrector pass computed them.
+#[inline(always)]
+fn update_job<const W: usize, const K: usize>(
+    inst: &Instance,
+    e: &mut EntryRows<'_>,
+    k: usize,
+    step: Pending,
+) {
+    let rounds = width::<W>(inst);
+    let goods = rounds * K;
+    let (ix, cxi, dx) = (
+        split::<K>(row(e.ix, k, goods), rounds),
+        split::<K>(row(e.cxi, k, goods), rounds),
+        split::<K>(row(e.dx, k, goods), rounds),
+    );
+    let (iy, cvi) = (row(e.iy, k, rounds), row(e.cvi, k, rounds));
+    let x = split_mut::<K>(row_mut(e.x, k, goods), rounds);
+    let z = split_mut::<K>(row_mut(e.z, k, goods), rounds);
+    let (y, v) = (row_mut(e.y, k, rounds), row_mut(e.v, k, rounds));
+    for t in 0..rounds {
+        let d = round_sum(&at(&dx, t));
+        let dv = step.target * iy[t] - cvi[t] - v[t] + v[t] * iy[t] * d;
+        y[t] -= step.primal * d;
+        v[t] += step.dual * dv;
+        for j in 0..K {
+            let (x, z) = (&mut x[j][t], &mut z[j][t]);
+            let dz = step.target * ix[j][t] - cxi[j][t] - *z - *z * ix[j][t] * dx[j][t];
+            *x += step.primal * dx[j][t];
+            *z += step.dual * dz;
+        }
+    }
+}
+
+/// [`InteriorPoint::prepare_typed`]'s work on each job of a run: apply the pending step to its
+/// rows, then its utility, reciprocals, per-round inverses (`hata`, `r`, `n`, `q` of the
+/// typed state), `gamma`, `kappa` and dominant round; its `M^{-1} h0` and `M^{-1} h_tau` (in
+/// `o1`, `o2`), its rounds' `n^2 E^{-1}` (in `o3`, laid out as the accumulated blocks) and its
+/// `sum x z` and `sum y v` (scalars 0 and 1).
+#[inline(always)]
+fn prepare_jobs<const W: usize, const K: usize>(
+    inst: &Instance,
+    p: &[f64],
+    pending: Option<Pending>,
+    mut part: Part<'_>,
+) {
+    let rounds = width::<W>(inst);
+    let goods = rounds * K;
+    let mut per_good = vec![0.0; 3 * goods];
+    let (iz_row, rest) = per_good.split_at_mut(goods);
+    let (g_row, g2_row) = rest.split_at_mut(goods);
+    let (iz_row, g_row, g2_row) = (
+        &mut iz_row[..goods],
+        &mut g_row[..goods],
+        &mut g2_row[..goods],
+    );
+    let mut per_round = vec![0.0; 8 * rounds];
+    let mut rows = per_round
+        .chunks_exact_mut(rounds)
+        .map(|row| &mut row[..rounds]);
+    let mut next = || rows.next().unwrap_or_default();
+    let (comp_x, comp_y, eta_r, ops_r) = (next(), next(), next(), next());
+    let (a2_r, pair_r, pg, pg2) = (next(), next(), next(), next());
+    let (comp_x, comp_y, eta_r, ops_r) = (
+        &mut comp_x[..rounds],
+        &mut comp_y[..rounds],
+        &mut eta_r[..rounds],
+        &mut ops_r[..rounds],
+    );
+    let (a2_r, pair_r, pg, pg2) = (
+        &mut a2_r[..rounds],
+        &mut pair_r[..rounds],
+        &mut pg[..rounds],
+        &mut pg2[..rounds],
+    );
+    let p = split::<K>(p, rounds);
+    for k in 0..part.jobs {
+        let job = part.first + k;
+        if let Some(step) = pending {
+            update_job::<W, K>(inst, &mut part.e, k, step);
+        }
+        let (e, b, kk) = (&mut part.e, &mut part.b, &mut part.k);
+        let a_row = row(&inst.a, job, goods);
+        let a = split::<K>(a_row, rounds);
+        let n = inst.n[job];
+        let (x_row, z_row) = (row(e.x, k, goods), row(e.z, k, goods));
+        let (x, z) = (split::<K>(x_row, rounds), split::<K>(z_row, rounds));
+        let (y, v) = (row(e.y, k, rounds), row(e.v, k, rounds));
+        let u = inst.c[job] + lane_dot(a_row, x_row);
+        b.u[k] = u;
+        let ceiling = inst.ceil[job].is_finite();
+        if ceiling {
+            b.br[k] = b.beta[k] / b.r[k];
+            b.rc[k] = u + b.r[k] - inst.ceil[job];
+        } else {
+            b.br[k] = 0.0;
+            b.rc[k] = 0.0;
+        }
+        b.coef[k] = inst.w[job] / u - b.br[k] * b.rc[k];
+        let gamma = inst.w[job] / (u * u) + b.br[k];
+        b.gamma[k] = gamma;
+        let inv_gamma = 1.0 / gamma;
+
+        // Pass A: reciprocals (ix = 1/x, iz = x/z, iy = 1/y, eta = v/y, masked to 0 where
+        // nothing is purchasable), each round's sums, B^{-1} a and Q.
+        let ix = split_mut::<K>(row_mut(e.ix, k, goods), rounds);
+        let iz = split_mut::<K>(&mut iz_row[..], rounds);
+        let hata = split_mut::<K>(row_mut(kk.hata, k, goods), rounds);
+        let rho = split_mut::<K>(row_mut(kk.r, k, goods), rounds);
+        let iy = row_mut(e.iy, k, rounds);
+        let q = row_mut(kk.q, k, rounds);
+        for tt in 0..rounds {
+            let (at_a, at_x, at_z) = (at(&a, tt), at(&x, tt), at(&z, tt));
+            let mut zeta_inv = [0.0; K];
+            let mut sum = 0.0;
+            for j in 0..K {
+                let m = live(at_a[j]);
+                ix[j][tt] = m / (at_x[j] + (1.0 - m));
+                zeta_inv[j] = m * at_x[j] / (at_z[j] + (1.0 - m));
+                iz[j][tt] = zeta_inv[j];
+                sum += at_x[j] * at_z[j];
+            }
+            comp_x[tt] = sum;
+            let m = live_round(&at_a);
+            let ry = m / (y[tt] + (1.0 - m));
+            iy[tt] = ry;
+            let eta = v[tt] * ry;
+            comp_y[tt] = y[tt] * v[tt];
+            let round = Round::new(&at_a, zeta_inv, eta);
+            q[tt] = round.q();
+            let inv_ops = 1.0 / round.ops;
+            for j in 0..K {
+                rho[j][tt] = round.rho[j];
+                hata[j][tt] = zeta_inv[j] * round.rho[j] * inv_ops;
+            }
+            eta_r[tt] = eta;
+            ops_r[tt] = round.ops;
+            a2_r[tt] = round.a2;
+            pair_r[tt] = round.pair;
+        }
+        let sums = row_mut(part.out.scalars, k, SCALARS);
+        sums[0] = lane_sum(comp_x);
+        sums[1] = lane_sum(comp_y);
+        let kappa = inv_gamma + lane_sum(q);
+        b.kappa[k] = kappa;
+        let dominant = dominant_entry(q, kappa);
+        b.dominant[k] = dominant;
+        if dominant != NONE {
+            // L of the dominant round, summed directly (kappa - Q would cancel).
+            let own = std::mem::replace(&mut q[dominant], 0.0);
+            b.dominant_loo[k] = inv_gamma + lane_sum(q);
+            q[dominant] = own;
+        }
+        let l_dominant = b.dominant_loo[k];
+
+        // Pass B: each round's E^{-1} and r, and the right-hand sides with their halves
+        // (B^{-1} a) . g.
+        let coef = b.coef[k];
+        let lift = if ceiling { -1.0 / b.r[k] } else { 0.0 };
+        let mut inverse_rows = split_mut::<K>(row_mut(kk.n, k, goods * K), K * rounds);
+        let inverse: [[&mut [f64]; K]; K] =
+            std::array::from_fn(|j| split_mut::<K>(std::mem::take(&mut inverse_rows[j]), rounds));
+        let (g, g2) = (
+            split_mut::<K>(&mut g_row[..], rounds),
+            split_mut::<K>(&mut g2_row[..], rounds),
+        );
+        let n2 = n * n;
+        let blocks = row_mut(part.out.o3, k, goods * K);
+        for tt in 0..rounds {
+            let at_a = at(&a, tt);
+            let l = if tt == dominant {
+                l_dominant
+            } else {
+                kappa - q[tt]
+            };
+            let round = Round {
+                iz: std::array::from_fn(|j| iz[j][tt]),
+                eta: eta_r[tt],
+                ops: ops_r[tt],
+                a2: a2_r[tt],
+                pair: pair_r[tt],
+                rho: std::array::from_fn(|j| rho[j][tt]),
+            };
+            let (e_inv, r) = round.inverse(&at_a, l);
+            let (mut s1, mut s2) = (0.0, 0.0);
+            for j in 0..K {
+                rho[j][tt] = r[j];
+                for f in 0..K {
+                    inverse[j][f][tt] = e_inv[j][f];
+                    blocks[(j * rounds + tt) * K + f] = n2 * e_inv[j][f];
+                }
+                let gj = coef * at_a[j] - n * p[j][tt];
+                let g2j = ix[j][tt] - iy[tt] + lift * at_a[j];
+                g[j][tt] = gj;
+                g2[j][tt] = g2j;
+                s1 += hata[j][tt] * gj;
+                s2 += hata[j][tt] * g2j;
+            }
+            pg[tt] = s1;
+            pg2[tt] = s2;
+        }
+        // Pass C: M^{-1} h0 and M^{-1} h_tau.
+        let inverse = SlotInverse::<K>::new((kk.hata, kk.r, kk.n), k, rounds, dominant);
+        for per_round in [&mut *pg, &mut *pg2] {
+            let total = lane_sum(per_round);
+            let others = if dominant < rounds {
+                let own = std::mem::replace(&mut per_round[dominant], 0.0);
+                let others = lane_sum(per_round);
+                per_round[dominant] = own;
+                others
+            } else {
+                0.0
+            };
+            for p in per_round.iter_mut() {
+                *p = total - *p;
+            }
+            if dominant < rounds {
+                per_round[dominant] = others;
+            }
+        }
+        let (g, g2) = (split::<K>(g_row, rounds), split::<K>(g2_row, rounds));
+        let o1 = split_mut::<K>(row_mut(part.out.o1, k, goods), rounds);
+        let o2 = split_mut::<K>(row_mut(part.out.o2, k, goods), rounds);
+        for tt in 0..rounds {
+            let out = inverse.round(&at(&g, tt), pg[tt], tt);
+            let out2 = inverse.round(&at(&g2, tt), pg2[tt], tt);
+            for j in 0..K {
+                o1[j][tt] = out[j];
+                o2[j][tt] = out2[j];
+            }
+        }
+    }
+}
+
+/// The rank ones `- n^2 / kappa (B^{-1} a)(B^{-1} a)^T` of the jobs `jobs` on the price
+/// system's rows `run` (`schur` holds those rows), four jobs at a time (blocks of four from job
+/// 0; in a last, shorter block the missing jobs weigh 0 and keep the rows of the block before,
+/// as the fused loop left them).
+#[inline(always)]
+fn schur_rows<const K: usize>(
+    inst: &Instance,
+    (b, kk): (&Buyers, &Typed),
+    jobs: Range<usize>,
+    (schur, run): (&mut [f64], Range<usize>),
+    goods: usize,
+) {
+    let mut d = vec![0.0; SCHUR_BLOCK * goods];
+    let mut scales = [0.0; SCHUR_BLOCK];
+    if jobs.start >= SCHUR_BLOCK {
+        for (slot, d) in d.chunks_exact_mut(goods).enumerate() {
+            d.copy_from_slice(row(&kk.hata, jobs.start - SCHUR_BLOCK + slot, goods));
+        }
+    }
+    for block in jobs.clone().step_by(SCHUR_BLOCK) {
+        for (slot, (d, scale)) in d.chunks_exact_mut(goods).zip(&mut scales).enumerate() {
+            let job = block + slot;
+            if job < jobs.end {
+                d.copy_from_slice(row(&kk.hata, job, goods));
+                let n = inst.n[job];
+                *scale = n * n / b.kappa[job];
+            } else {
+                *scale = 0.0;
+            }
+        }
+        subtract_outer_products::<0>(schur, goods, run.clone(), &d, &scales);
+    }
+}
+
+/// [`InteriorPoint::back_substitute_typed`]'s work on each job of a run: its direction (in
+/// `o1`), its step limits and `a.dx` (scalars 0 to 2), and in the predictor its second-order
+/// terms, their sums (scalars 3 to 7) and `M^{-1} hc` (in `o2`), or in the corrector the
+/// stored direction and ceiling steps.
+#[inline(always)]
+fn back_substitute_jobs<const W: usize, const K: usize>(
+    inst: &Instance,
+    (p, dp): (&[f64], &[f64]),
+    pass: Pass,
+    part: Part<'_>,
+) {
+    let rounds = width::<W>(inst);
+    let goods = rounds * K;
+    let (e, b, kk, out) = (part.e, part.b, part.k, part.out);
+    let mut per_good = vec![0.0; 2 * goods];
+    let (g_row, hc_row) = per_good.split_at_mut(goods);
+    let (g_row, hc_row) = (&mut g_row[..goods], &mut hc_row[..goods]);
+    let mut per_round = vec![0.0; 3 * rounds];
+    let (rest, per_round) = per_round.split_at_mut(rounds);
+    let (c1, c3) = per_round.split_at_mut(rounds);
+    let (rest, c1, c3) = (&mut rest[..rounds], &mut c1[..rounds], &mut c3[..rounds]);
+    let (p, dp) = (split::<K>(p, rounds), split::<K>(dp, rounds));
+    for k in 0..part.jobs {
+        let job = part.first + k;
+        let a = split::<K>(row(&inst.a, job, goods), rounds);
+        let n = inst.n[job];
+        let (z, ix) = (
+            split::<K>(row(e.z, k, goods), rounds),
+            split::<K>(row(e.ix, k, goods), rounds),
+        );
+        let (v, iy) = (row(e.v, k, rounds), row(e.iy, k, rounds));
+        let cxi = split_mut::<K>(row_mut(e.cxi, k, goods), rounds);
+        let cvi = row_mut(e.cvi, k, rounds);
+        let dx_store = split_mut::<K>(row_mut(e.dx, k, goods), rounds);
+        let ceiling = inst.ceil[job].is_finite();
+        let inverse = SlotInverse::<K>::new((kk.hata, kk.r, kk.n), k, rounds, b.dominant[k]);
+        let (r, beta, br) = (b.r[k], b.beta[k], b.br[k]);
+        // g = h - n dp (see the scalar pass: the price step is subtracted last)
+        let g_rows = split_mut::<K>(&mut g_row[..], rounds);
+        match pass {
+            Pass::Predictor => {
+                let coef = b.coef[k];
+                for tt in 0..rounds {
+                    for j in 0..K {
+                        g_rows[j][tt] = (coef * a[j][tt] - n * p[j][tt]) - n * dp[j][tt];
+                    }
+                }
+            }
+            Pass::Corrector { target } => {
+                let coef = if ceiling {
+                    b.coef[k] + (b.cr[k] - target) / r
+                } else {
+                    b.coef[k]
+                };
+                for tt in 0..rounds {
+                    for j in 0..K {
+                        let h = (coef * a[j][tt] - n * p[j][tt])
+                            + target * (ix[j][tt] - iy[tt])
+                            + cvi[tt]
+                            - cxi[j][tt];
+                        g_rows[j][tt] = h - n * dp[j][tt];
+                    }
+                }
+            }
+        }
+        let g = split::<K>(g_row, rounds);
+        let total = inverse.rest(&g, rest);
+        let du = total / (b.gamma[k] * b.kappa[k]);
+        let (mut lp, mut ld) = (0.0f64, 0.0f64);
+        let dx_out = split_mut::<K>(row_mut(out.o1, k, goods), rounds);
+        let sums = row_mut(out.scalars, k, SCALARS);
+        match pass {
+            Pass::Predictor => {
+                // dz = -z (1 + dx/x), dv = -v (1 - D/y) with D = sum_k dx (the round's
+                // slack moves by -D)
+                for tt in 0..rounds {
+                    let dx = inverse.round(&at(&g, tt), rest[tt], tt);
+                    let (mut s1, mut s3) = (0.0, 0.0);
+                    for j in 0..K {
+                        let d = dx[j];
+                        dx_out[j][tt] = d;
+                        let (zj, ixj) = (z[j][tt], ix[j][tt]);
+                        let px = -d * ixj;
+                        let dz = -zj - zj * ixj * d;
+                        let qz = 1.0 - px;
+                        lp = if px > lp { px } else { lp };
+                        ld = if qz > ld { qz } else { ld };
+                        s1 += d * zj;
+                        s3 += d * dz;
+                        cxi[j][tt] = d * dz * ixj;
+                    }
+                    let d = round_sum(&dx);
+                    let py = d * iy[tt];
+                    let dv = -v[tt] + v[tt] * iy[tt] * d;
+                    let qv = 1.0 - py;
+                    lp = if py > lp { py } else { lp };
+                    ld = if qv > ld { qv } else { ld };
+                    c1[tt] = s1 - d * v[tt];
+                    c3[tt] = s3 - d * dv;
+                    cvi[tt] = -d * dv * iy[tt];
+                }
+                sums[3] = lane_sum(c1);
+                sums[4] = lane_sum(c3);
+                let mut cr = 0.0;
+                if ceiling {
+                    let dbeta = br * (du - (r - b.rc[k]));
+                    let dr = (-r * beta - r * dbeta) / beta;
+                    lp = lp.max(-dr / r);
+                    ld = ld.max(-dbeta / beta);
+                    cr = dr * dbeta;
+                    sums[5] = dr * beta;
+                    sums[6] = r * dbeta;
+                    sums[7] = cr;
+                }
+                b.cr[k] = cr;
+                // M^{-1} hc, hc = dy dv / y - dx dz / x (+ a cr / r).
+                let lift = if ceiling { cr / r } else { 0.0 };
+                let hc_rows = split_mut::<K>(&mut hc_row[..], rounds);
+                for tt in 0..rounds {
+                    for j in 0..K {
+                        hc_rows[j][tt] = cvi[tt] - cxi[j][tt] + lift * a[j][tt];
+                    }
+                }
+                let hc = split::<K>(hc_row, rounds);
+                inverse.rest(&hc, rest);
+                let o2 = split_mut::<K>(row_mut(out.o2, k, goods), rounds);
+                for tt in 0..rounds {
+                    let out = inverse.round(&at(&hc, tt), rest[tt], tt);
+                    for j in 0..K {
+                        o2[j][tt] = out[j];
+                    }
+                }
+            }
+            Pass::Corrector { target } => {
+                for tt in 0..rounds {
+                    let dx = inverse.round(&at(&g, tt), rest[tt], tt);
+                    for j in 0..K {
+                        let d = dx[j];
+                        dx_out[j][tt] = d;
+                        dx_store[j][tt] = d;
+                        let (zj, ixj) = (z[j][tt], ix[j][tt]);
+                        let dz = target * ixj - cxi[j][tt] - zj - zj * ixj * d;
+                        let px = -d * ixj;
+                        let m = live(a[j][tt]);
+                        let qz = -dz * (m / (zj + (1.0 - m)));
+                        lp = if px > lp { px } else { lp };
+                        ld = if qz > ld { qz } else { ld };
+                    }
+                    let d = round_sum(&dx);
+                    let dv = target * iy[tt] - cvi[tt] - v[tt] + v[tt] * iy[tt] * d;
+                    let py = d * iy[tt];
+                    let m = live_round(&at(&a, tt));
+                    let qv = -dv * (m / (v[tt] + (1.0 - m)));
+                    lp = if py > lp { py } else { lp };
+                    ld = if qv > ld { qv } else { ld };
+                }
+                if ceiling {
+                    let cr = b.cr[k];
+                    let qc = -b.rc[k] - (target - cr) / beta + r;
+                    let dbeta = br * (du - qc);
+                    let dr = (target - cr - r * beta - r * dbeta) / beta;
+                    b.dbeta[k] = dbeta;
+                    b.dr[k] = dr;
+                    lp = lp.max(-dr / r);
+                    ld = ld.max(-dbeta / beta);
+                } else {
+                    b.dbeta[k] = 0.0;
+                    b.dr[k] = 0.0;
+                }
+            }
+        }
+        sums[0] = lp;
+        sums[1] = ld;
+        sums[2] = du;
     }
 }

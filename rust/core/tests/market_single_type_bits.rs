@@ -20,10 +20,7 @@
 use std::fmt::Write as _;
 
 // (`MarketProblem` and `MarketSolution` for the synthetic module, which takes them from here)
-use shockwave_core::market::{
-    round_schedule, shift_bids, solve, MarketProblem, MarketSolution, Method, RoundingInput,
-    SolverSettings,
-};
+use shockwave_core::market::{MarketProblem, MarketSolution, Method, SolverSettings};
 
 #[path = "../src/market/synthetic.rs"]
 #[allow(dead_code)]
@@ -32,7 +29,7 @@ mod synthetic;
 #[path = "common/bits.rs"]
 mod bits;
 
-use bits::digest;
+use bits::case_digest;
 use synthetic::{SplitMix64, SyntheticMarket};
 
 const RECORD: &str = "tests/data/market_single_type_bits.txt";
@@ -129,29 +126,7 @@ fn cases() -> Vec<(String, SyntheticMarket, SolverSettings, bool)> {
 fn run() -> String {
     let mut text = String::new();
     for (name, m, settings, warm) in cases() {
-        let cold = solve(&m.problem(), &settings, None).expect("solve");
-        let (market, solution) = if warm {
-            let next = m.next_round(&cold);
-            let bids = shift_bids(&cold.bids, m.jobs, m.rounds, 1, 1).expect("shift");
-            let s = solve(&next.problem(), &settings, Some(&bids)).expect("warm solve");
-            (next, s)
-        } else {
-            (m, cold)
-        };
-        let order: Vec<usize> = (0..market.jobs).rev().collect();
-        let deficit: Vec<f64> = (0..market.jobs).map(|i| (i % 3) as f64 * 0.25).collect();
-        let schedule = round_schedule(&RoundingInput {
-            jobs: market.jobs,
-            rounds: market.rounds,
-            types: 1,
-            shares: &solution.shares,
-            gang_sizes: &market.gang_sizes,
-            supply: &market.supply,
-            backfill_order: Some(&order),
-            deficit: Some(&deficit),
-        })
-        .expect("rounding");
-        writeln!(text, "{name} {:016x}", digest(&solution, &schedule)).unwrap();
+        writeln!(text, "{name} {:016x}", case_digest(&m, &settings, warm)).unwrap();
     }
     text
 }

@@ -21,9 +21,7 @@
 use std::fmt::Write as _;
 
 // (`MarketProblem` and `MarketSolution` for the synthetic module, which takes them from here)
-use shockwave_core::market::{
-    round_schedule, shift_bids, solve, MarketProblem, MarketSolution, RoundingInput, SolverSettings,
-};
+use shockwave_core::market::{MarketProblem, MarketSolution, SolverSettings};
 
 #[path = "../src/market/synthetic.rs"]
 #[allow(dead_code)]
@@ -32,7 +30,7 @@ mod synthetic;
 #[path = "common/bits.rs"]
 mod bits;
 
-use bits::digest;
+use bits::case_digest;
 use synthetic::{SplitMix64, SyntheticMarket};
 
 const RECORD: &str = "tests/data/market_typed_bits.txt";
@@ -131,31 +129,7 @@ fn run(threads: usize, min_jobs: usize) -> String {
             threads,
             ..settings
         };
-        let cold = solve(&m.problem(), &settings, None).expect("solve");
-        let (market, solution) = if warm {
-            let next = m.next_round(&cold);
-            let bids = shift_bids(&cold.bids, m.jobs, m.rounds, m.types, 1).expect("shift");
-            let s = solve(&next.problem(), &settings, Some(&bids)).expect("warm solve");
-            (next, s)
-        } else {
-            (m, cold)
-        };
-        let order: Vec<usize> = (0..market.jobs).rev().collect();
-        let deficit: Vec<f64> = (0..market.jobs * market.types)
-            .map(|i| (i % 3) as f64 * 0.25)
-            .collect();
-        let schedule = round_schedule(&RoundingInput {
-            jobs: market.jobs,
-            rounds: market.rounds,
-            types: market.types,
-            shares: &solution.shares,
-            gang_sizes: &market.gang_sizes,
-            supply: &market.supply,
-            backfill_order: Some(&order),
-            deficit: Some(&deficit),
-        })
-        .expect("rounding");
-        writeln!(text, "{name} {:016x}", digest(&solution, &schedule)).unwrap();
+        writeln!(text, "{name} {:016x}", case_digest(&m, &settings, warm)).unwrap();
     }
     text
 }

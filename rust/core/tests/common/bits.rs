@@ -1,7 +1,11 @@
 //! The digest the recorded-bits tests compare: 64-bit FNV-1a over a solution's every output and
 //! the rounding of its shares.
 
-use shockwave_core::market::MarketSolution;
+use shockwave_core::market::{
+    round_schedule, shift_bids, solve, MarketSolution, RoundingInput, SolverSettings,
+};
+
+use super::synthetic::SyntheticMarket;
 
 /// FNV-1a over 64-bit words.
 struct Digest(u64);
@@ -25,7 +29,7 @@ impl Digest {
 }
 
 /// The digest of `s` and of `schedule`, the rounding of its shares.
-pub fn digest(s: &MarketSolution, schedule: &[bool]) -> u64 {
+fn digest(s: &MarketSolution, schedule: &[bool]) -> u64 {
     let mut d = Digest::new();
     d.floats(&s.shares);
     d.floats(&s.prices);
@@ -46,4 +50,34 @@ pub fn digest(s: &MarketSolution, schedule: &[bool]) -> u64 {
         d.word(w);
     }
     d.0
+}
+
+/// The digest of `m` solved with `settings` (with `warm`: of the market one round later, warm
+/// started from the first solve's bids shifted by a round) and of the rounding of its shares.
+pub fn case_digest(m: &SyntheticMarket, settings: &SolverSettings, warm: bool) -> u64 {
+    let cold = solve(&m.problem(), settings, None).expect("solve");
+    let (market, solution) = if warm {
+        let next = m.next_round(&cold);
+        let bids = shift_bids(&cold.bids, m.jobs, m.rounds, m.types, 1).expect("shift");
+        let s = solve(&next.problem(), settings, Some(&bids)).expect("warm solve");
+        (next, s)
+    } else {
+        (m.clone(), cold)
+    };
+    let order: Vec<usize> = (0..market.jobs).rev().collect();
+    let deficit: Vec<f64> = (0..market.jobs * market.types)
+        .map(|i| (i % 3) as f64 * 0.25)
+        .collect();
+    let schedule = round_schedule(&RoundingInput {
+        jobs: market.jobs,
+        rounds: market.rounds,
+        types: market.types,
+        shares: &solution.shares,
+        gang_sizes: &market.gang_sizes,
+        supply: &market.supply,
+        backfill_order: Some(&order),
+        deficit: Some(&deficit),
+    })
+    .expect("rounding");
+    digest(&solution, &schedule)
 }

@@ -87,7 +87,7 @@ use super::instance::Instance;
 use super::linalg::cholesky::{cholesky, cholesky_solve};
 use super::SolverStatus;
 use parts::{Outputs, Split};
-use state::{Buyers, Entries, Pass, PassResult, Pending, Rounds, Scratch, Typed};
+use state::{Buyers, Entries, Pass, PassResult, Pending, Rounds, Typed};
 
 pub(crate) use parts::JOBS_PER_THREAD;
 
@@ -142,8 +142,7 @@ pub(crate) struct InteriorPoint {
     b: Buyers,
     /// Per good (with one type: per round).
     t: Rounds,
-    w: Scratch,
-    /// With GPU types only (empty otherwise).
+    /// With GPU types (but the price system's blocks: empty otherwise).
     k: Typed,
     /// How the passes are split over threads, and the chunk outputs they leave for the sums over
     /// jobs.
@@ -230,7 +229,7 @@ impl InteriorPoint {
                 r: vec![0.0; typed_entries],
                 n: vec![0.0; typed_entries * types],
                 q: vec![0.0; if types > 1 { slots } else { 0 }],
-                block: vec![0.0; if types > 1 { rounds * types } else { 0 }],
+                block: vec![0.0; rounds * types],
                 level: r(),
             },
             b: Buyers {
@@ -262,7 +261,6 @@ impl InteriorPoint {
                 flow: t(),
                 rhs: t(),
             },
-            w: Scratch { diag: t() },
             start_prices: t(),
             start_utilities: b(),
             unpriced: vec![false; rounds],
@@ -639,10 +637,11 @@ impl InteriorPoint {
     }
 }
 
-/// The passes, for one GPU type (`K = 1`: the scalar passes, `passes.rs` and `central.rs`) or
-/// several (`typed.rs`, `typed_central.rs`), chosen at compile time. With one type every job's
-/// round is a single entry, and the scalar passes are the typed ones with `1 x 1` blocks, written
-/// for them.
+/// The passes whose per-job work differs with one GPU type (`K = 1`: `passes.rs` and
+/// `central.rs`) and with several (`typed.rs`, `typed_central.rs`), chosen at compile time. With
+/// one type every job's round is a single entry, and the scalar passes are the typed ones with
+/// `1 x 1` blocks, written for them. (The complementarity, the update and the back
+/// substitutions share their loops over jobs: `passes.rs`.)
 impl InteriorPoint {
     #[inline(always)]
     fn central_point<const W: usize, const K: usize>(
@@ -655,46 +654,6 @@ impl InteriorPoint {
             self.central_point_scalar::<W>(inst, mu, utilities);
         } else {
             self.central_point_typed::<W, K>(inst, mu, utilities);
-        }
-    }
-
-    #[inline(always)]
-    fn prepare<const W: usize, const K: usize>(&mut self, inst: &Instance) -> f64 {
-        if K == 1 {
-            self.prepare_scalar::<W>(inst)
-        } else {
-            self.prepare_typed::<W, K>(inst)
-        }
-    }
-
-    #[inline(always)]
-    fn complementarity<const W: usize, const K: usize>(&mut self, inst: &Instance) -> f64 {
-        if K == 1 {
-            self.complementarity_scalar::<W>(inst)
-        } else {
-            self.complementarity_typed::<W, K>(inst)
-        }
-    }
-
-    #[inline(always)]
-    fn apply_pending<const W: usize, const K: usize>(&mut self, inst: &Instance) {
-        if K == 1 {
-            self.apply_pending_scalar(inst);
-        } else {
-            self.apply_pending_typed::<W, K>(inst);
-        }
-    }
-
-    #[inline(always)]
-    fn back_substitute<const W: usize, const K: usize>(
-        &mut self,
-        inst: &Instance,
-        pass: Pass,
-    ) -> PassResult {
-        if K == 1 {
-            self.back_substitute_scalar::<W>(inst, pass)
-        } else {
-            self.back_substitute_typed::<W, K>(inst, pass)
         }
     }
 }

@@ -108,7 +108,7 @@ macro_rules! slice_fields {
 }
 
 pub(super) type EntryRows<'a> = Entries<&'a mut [f64]>;
-type BuyerRows<'a> = Buyers<&'a mut [f64], &'a mut [usize]>;
+pub(super) type BuyerRows<'a> = Buyers<&'a mut [f64], &'a mut [usize]>;
 
 /// A job's rows of the per-job arrays of the method with GPU types (empty with one type).
 pub(super) struct TypedRows<'a> {

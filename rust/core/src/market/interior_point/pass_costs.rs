@@ -5,8 +5,8 @@
 //! cargo test --release -p shockwave-core --lib pass_costs -- --ignored --nocapture
 //! ```
 //!
-//! (`typed_pass_costs`: the same passes with three GPU types against one, per entry of the
-//! `N x T x K` layout.)
+//! (With three GPU types too, per entry of the `N x T x K` layout; the array counts of the bound
+//! are the one-type passes'.)
 //!
 //! Each pass runs on the state of a real solve after a few iterations, with a zero step pending
 //! where the pass applies one (the same work, the state unchanged), compiled with AVX2 as the
@@ -101,13 +101,17 @@ fn pass_costs() {
     if !std::arch::is_x86_feature_detected!("avx2") {
         return;
     }
-    for jobs in [1_000, 10_000] {
-        let m = SyntheticMarket::random(jobs, 20, 7);
+    for (jobs, types) in [(1_000, 1), (10_000, 1), (1_000, 3)] {
+        let m = if types == 1 {
+            SyntheticMarket::random(jobs, 20, 7)
+        } else {
+            SyntheticMarket::random_typed(jobs, 20, types, 7)
+        };
         let inst = Instance::new(&m.problem()).unwrap();
         for threads in [1, 2] {
             let mut ipm = InteriorPoint::new(&inst, threads);
             let mut best = Incumbent::new(&inst);
-            let prices = vec![1.0; 20];
+            let prices = vec![1.0; inst.goods()];
             let utilities: Vec<f64> = inst.c.iter().map(|c| c + 0.1).collect();
             let start = Start {
                 prices: &prices,
@@ -115,13 +119,20 @@ fn pass_costs() {
                 gap: 1.0,
             };
             ipm.run(&inst, &start, 1e-9, 6, &mut best, true);
-            let repeats = (2_000_000 / jobs).max(11);
+            let repeats = (2_000_000 / inst.entries()).max(11);
             #[allow(unsafe_code)]
             // SAFETY: the CPU has AVX2 (checked above).
-            let rows = unsafe { measure::<1>(&mut ipm, &inst, repeats) };
+            let rows = unsafe {
+                if types == 1 {
+                    measure::<1>(&mut ipm, &inst, repeats)
+                } else {
+                    measure::<3>(&mut ipm, &inst, repeats)
+                }
+            };
             let stream = rows[rows.len() - 1].1;
             println!(
-                "N = {jobs}, T = 20, {threads} thread(s): ns per entry (bound: arrays x stream)"
+                "N = {jobs}, T = 20, K = {types}, {threads} thread(s): ns per entry (job x round x \
+                 type; bound: arrays x stream)"
             );
             for (name, ns, arrays) in rows {
                 println!(
@@ -130,46 +141,6 @@ fn pass_costs() {
                     ns / (arrays as f64 * stream)
                 );
             }
-        }
-    }
-}
-
-#[test]
-#[ignore = "a measurement: run with --release --ignored --nocapture"]
-fn typed_pass_costs() {
-    if !std::arch::is_x86_feature_detected!("avx2") {
-        return;
-    }
-    let jobs = 1_000;
-    for types in [1, 3] {
-        let m = if types == 1 {
-            SyntheticMarket::random(jobs, 20, 7)
-        } else {
-            SyntheticMarket::random_typed(jobs, 20, types, 7)
-        };
-        let inst = Instance::new(&m.problem()).unwrap();
-        let mut ipm = InteriorPoint::new(&inst, 1);
-        let mut best = Incumbent::new(&inst);
-        let prices = vec![1.0; inst.goods()];
-        let utilities: Vec<f64> = inst.c.iter().map(|c| c + 0.1).collect();
-        let start = Start {
-            prices: &prices,
-            utilities: &utilities,
-            gap: 1.0,
-        };
-        ipm.run(&inst, &start, 1e-9, 6, &mut best, true);
-        #[allow(unsafe_code)]
-        // SAFETY: the CPU has AVX2 (checked above).
-        let rows = unsafe {
-            if types == 1 {
-                measure::<1>(&mut ipm, &inst, 101)
-            } else {
-                measure::<3>(&mut ipm, &inst, 101)
-            }
-        };
-        println!("N = {jobs}, T = 20, K = {types}: ns per entry (job x round x type)");
-        for (name, ns, _) in rows {
-            println!("  {name:<34} {ns:7.2}");
         }
     }
 }

@@ -1,60 +1,62 @@
-//! The two fused passes over the entries that make most of an iteration, for one GPU type:
-//! [`InteriorPoint::prepare_scalar`] (apply the pending step, then the reciprocals, the `T x T`
-//! price system and its right-hand sides) and [`InteriorPoint::back_substitute_scalar`] (a
-//! direction's shares, its step limits and, in the predictor, the second-order terms), with the
-//! complementarity and the lighter update pass. (`typed.rs` has the same passes for GPU types;
-//! [`InteriorPoint::prepare`] and the others dispatch.)
+//! The passes over the entries that make most of an iteration: [`InteriorPoint::prepare`]
+//! (apply the pending step, then the reciprocals, the price system and its right-hand sides) and
+//! [`InteriorPoint::back_substitute`] (a direction's shares, its step limits and, in the
+//! predictor, the second-order terms), with the complementarity and the lighter update pass.
+//! Their loops over the jobs and sums over jobs serve one GPU type and several; each job's own
+//! work is here for one type and in `typed.rs` for several, chosen at compile time.
 
 use std::ops::Range;
 
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_dot, lane_sum, row, row_mut};
-use super::parts::{on_threads, privately, round_runs, split_runs, Part, Widths, SCALARS};
+use super::parts::{
+    on_threads, privately, round_runs, split_runs, BuyerRows, Outputs, Part, Widths, SCALARS,
+};
 use super::row_inverse::{dominant_entry, subtract_outer_products, RowInverse};
-use super::state::{Buyers, Entries, Limits, Pass, PassResult, Pending};
-use super::{live, width, InteriorPoint, NONE, SCHUR_BLOCK};
+use super::state::{Buyers, Limits, Pass, PassResult, Pending};
+use super::typed;
+use super::{goods, live, width, InteriorPoint, NONE, SCHUR_BLOCK};
 
 impl InteriorPoint {
     /// The total complementarity `sum x z + y v + s p + r beta` of the current point, summed as
-    /// [`Self::prepare`] sums it.
+    /// [`Self::prepare`] sums it (with `K` GPU types: `sum x z + sum y v + s p + r beta`).
     #[inline(always)]
-    pub(super) fn complementarity_scalar<const W: usize>(&mut self, inst: &Instance) -> f64 {
-        let rounds = width::<W>(inst);
-        let avx2 = self.split.avx2;
+    pub(super) fn complementarity<const W: usize, const K: usize>(
+        &mut self,
+        inst: &Instance,
+    ) -> f64 {
+        let widths = Widths::of::<K>(width::<W>(inst));
+        let (threads, avx2) = (self.split.threads, self.split.avx2);
         let (mut total, mut entry_total) = (0.0, 0.0);
         for chunk in self.split.chunks(inst.buyers()) {
             let part = Part::new(
                 (&mut self.e, &mut self.b, &mut self.k),
                 &mut self.out,
                 chunk.clone(),
-                Widths::of::<1>(rounds),
+                widths,
             );
             on_threads(
-                part.divide(self.split.threads, Widths::of::<1>(rounds)),
+                part.divide(threads, widths),
                 avx2,
                 #[inline(always)]
                 |part| {
-                    let mut comp = vec![0.0; rounds];
-                    for k in 0..part.jobs {
-                        let (x, y) = (row(part.e.x, k, rounds), row(part.e.y, k, rounds));
-                        let (z, v) = (row(part.e.z, k, rounds), row(part.e.v, k, rounds));
-                        for j in 0..rounds {
-                            comp[j] = x[j] * z[j] + y[j] * v[j];
-                        }
-                        part.out.scalars[k * SCALARS] = lane_sum(&comp);
+                    if K == 1 {
+                        entry_complementarity::<W>(inst, part);
+                    } else {
+                        typed::entry_complementarity::<W, K>(inst, part);
                     }
                 },
             );
-            for (k, job) in chunk.enumerate() {
-                if inst.ceil[job].is_finite() {
-                    total += self.b.r[job] * self.b.beta[job];
-                }
-                entry_total += self.out.scalars[k * SCALARS];
-            }
+            add_complementarity::<K>(
+                inst,
+                (&self.b, &self.out),
+                chunk,
+                (&mut total, &mut entry_total),
+            );
         }
         total += entry_total;
         let t = &self.t;
-        for tt in 0..rounds {
+        for tt in 0..goods::<W, K>(inst) {
             if inst.good_used[tt] {
                 total += t.s[tt] * t.p[tt];
             }
@@ -83,30 +85,34 @@ impl InteriorPoint {
 
     /// Apply the pending step, if any, in a pass of its own.
     #[inline(always)]
-    pub(super) fn apply_pending_scalar(&mut self, inst: &Instance) {
+    pub(super) fn apply_pending<const W: usize, const K: usize>(&mut self, inst: &Instance) {
         if let Some(step) = self.pending.take() {
             self.apply_pending_scalars(inst, step);
-            let rounds = inst.rounds;
-            let avx2 = self.split.avx2;
-            let jobs = 0..inst.buyers();
+            let widths = Widths::of::<K>(width::<W>(inst));
             let part = Part::new(
                 (&mut self.e, &mut self.b, &mut self.k),
                 &mut self.out,
-                jobs,
-                Widths::of::<1>(rounds),
+                0..inst.buyers(),
+                widths,
             );
             on_threads(
-                part.divide(self.split.threads, Widths::of::<1>(rounds)),
-                avx2,
+                part.divide(self.split.threads, widths),
+                self.split.avx2,
                 #[inline(always)]
-                |part| {
-                    let e = part.e;
-                    for i in 0..part.jobs * rounds {
-                        update_entry(
-                            step,
-                            (&mut e.x[i], &mut e.y[i], &mut e.z[i], &mut e.v[i]),
-                            (e.ix[i], e.iy[i], e.cxi[i], e.cvi[i], e.dx[i]),
-                        );
+                |mut part| {
+                    if K == 1 {
+                        let (e, entries) = (part.e, part.jobs * width::<W>(inst));
+                        for i in 0..entries {
+                            update_entry(
+                                step,
+                                (&mut e.x[i], &mut e.y[i], &mut e.z[i], &mut e.v[i]),
+                                (e.ix[i], e.iy[i], e.cxi[i], e.cvi[i], e.dx[i]),
+                            );
+                        }
+                    } else {
+                        for k in 0..part.jobs {
+                            typed::update_job::<W, K>(inst, &mut part.e, k, step);
+                        }
                     }
                 },
             );
@@ -124,90 +130,125 @@ impl InteriorPoint {
     /// (the `1/r` terms only with a ceiling; `cr`, `dx dz`, `dx dv` are the predictor's
     /// second-order terms, zero in the predictor itself). Returns the total complementarity
     /// `sum x z + y v + s p + r beta`.
+    ///
+    /// Each job's own work runs on runs of jobs ([`prepare_jobs`], with GPU types
+    /// [`typed::prepare_jobs`]), then the sums over jobs on runs of goods, each element
+    /// accumulated in the jobs' order.
     #[inline(always)]
-    pub(super) fn prepare_scalar<const W: usize>(&mut self, inst: &Instance) -> f64 {
+    pub(super) fn prepare<const W: usize, const K: usize>(&mut self, inst: &Instance) -> f64 {
         let rounds = width::<W>(inst);
+        let goods = rounds * K;
+        let widths = Widths::of::<K>(rounds);
         let pending = self.pending.take();
         if let Some(step) = pending {
             self.apply_pending_scalars(inst, step);
         }
-        let threads = self.split.threads;
-        let avx2 = self.split.avx2;
-        let (t, w) = (&mut self.t, &mut self.w);
-        let schur = &mut self.schur;
-        t.rp.fill(0.0);
-        t.r0.fill(0.0);
-        t.rtau.fill(0.0);
-        schur.fill(0.0);
-        w.diag.fill(0.0);
+        let (threads, avx2) = (self.split.threads, self.split.avx2);
+        self.t.rp.fill(0.0);
+        self.t.r0.fill(0.0);
+        self.t.rtau.fill(0.0);
+        self.schur.fill(0.0);
+        // The price system's within-round blocks (with one type its diagonal), accumulated
+        // apart from their strided places in the matrix, out of the state while it is read.
+        let mut blocks = std::mem::take(&mut self.k.block);
+        blocks.fill(0.0);
         let (mut total, mut entry_total) = (0.0, 0.0);
-        let runs = round_runs(rounds, threads);
+        let runs = round_runs(goods, threads);
         for chunk in self.split.chunks(inst.buyers()) {
             let part = Part::new(
                 (&mut self.e, &mut self.b, &mut self.k),
                 &mut self.out,
                 chunk.clone(),
-                Widths::of::<1>(rounds),
+                widths,
             );
-            let p = &t.p[..rounds];
+            let p = &self.t.p[..goods];
             on_threads(
-                part.divide(threads, Widths::of::<1>(rounds)),
+                part.divide(threads, widths),
                 avx2,
                 #[inline(always)]
                 |part| {
-                    prepare_jobs::<W>(inst, p, pending, part);
+                    if K == 1 {
+                        prepare_jobs::<W>(inst, p, pending, part);
+                    } else {
+                        typed::prepare_jobs::<W, K>(inst, p, pending, part);
+                    }
                 },
             );
-            let (e, b, out) = (&self.e, &self.b, &self.out);
-            for (k, job) in chunk.clone().enumerate() {
-                if inst.ceil[job].is_finite() {
-                    total += b.r[job] * b.beta[job];
-                }
-                entry_total += out.scalars[k * SCALARS];
-            }
-            let sums = split_runs(&mut t.rp[..rounds], &runs, 1)
+            let (e, b, kk, out) = (&self.e, &self.b, &self.k, &self.out);
+            add_complementarity::<K>(
+                inst,
+                (b, out),
+                chunk.clone(),
+                (&mut total, &mut entry_total),
+            );
+            let t = &mut self.t;
+            let tasks: Vec<_> = split_runs(&mut t.rp[..goods], &runs, 1)
                 .into_iter()
-                .zip(split_runs(&mut w.diag[..rounds], &runs, 1))
-                .zip(split_runs(&mut t.r0[..rounds], &runs, 1))
-                .zip(split_runs(&mut t.rtau[..rounds], &runs, 1))
-                .zip(split_runs(&mut schur[..], &runs, rounds))
-                .zip(runs.iter().cloned());
-            let tasks: Vec<_> = sums.collect();
+                .zip(split_runs(&mut t.r0[..goods], &runs, 1))
+                .zip(split_runs(&mut t.rtau[..goods], &runs, 1))
+                .zip(split_runs(&mut blocks[..], &runs, K))
+                .zip(split_runs(&mut self.schur[..], &runs, goods))
+                .zip(runs.iter().cloned())
+                .collect();
             let private = tasks.len() > 1;
             on_threads(
                 tasks,
                 avx2,
                 #[inline(always)]
-                |(((((rp, diag), r0), rtau), schur), run)| {
-                    let sums = [rp, diag, r0, rtau, schur];
-                    privately(private, sums, |[rp, diag, r0, rtau, schur]| {
-                        let jobs = chunk.clone();
-                        for (k, job) in jobs.clone().enumerate() {
+                |(((((rp, r0), rtau), block), schur), run)| {
+                    let goods = super::goods::<W, K>(inst);
+                    let sums = [rp, r0, rtau, block, schur];
+                    privately(private, sums, |[rp, r0, rtau, block, schur]| {
+                        for (k, job) in chunk.clone().enumerate() {
                             let n = inst.n[job];
-                            let x = &row(&e.x, job, rounds)[run.clone()];
-                            let o1 = &row(&out.o1, k, rounds)[run.clone()];
-                            let o2 = &row(&out.o2, k, rounds)[run.clone()];
-                            let o3 = &row(&out.o3, k, rounds)[run.clone()];
+                            let x = &row(&e.x, job, goods)[run.clone()];
+                            let o1 = &row(&out.o1, k, goods)[run.clone()];
+                            let o2 = &row(&out.o2, k, goods)[run.clone()];
                             for j in 0..run.len() {
                                 rp[j] += n * x[j];
-                                diag[j] += o3[j];
                                 r0[j] += n * o1[j];
                                 rtau[j] += n * o2[j];
                             }
+                            let o3 = &row(&out.o3, k, goods * K)[run.start * K..run.end * K];
+                            for j in 0..o3.len() {
+                                block[j] += o3[j];
+                            }
                         }
-                        schur_rows::<W>(inst, (e, b), jobs, (schur, run), rounds);
+                        let rank_ones = (schur, run);
+                        if K == 1 {
+                            // d = a / sigma
+                            subtract_rank_ones::<W>(inst, b, chunk.clone(), rank_ones, |d, job| {
+                                let (a, isig) =
+                                    (row(&inst.a, job, goods), row(&e.isig, job, goods));
+                                for tt in 0..goods {
+                                    d[tt] = a[tt] * isig[tt];
+                                }
+                            });
+                        } else {
+                            // d = B^{-1} a
+                            subtract_rank_ones::<0>(inst, b, chunk.clone(), rank_ones, |d, job| {
+                                d.copy_from_slice(row(&kk.hata, job, goods));
+                            });
+                        }
                     });
                 },
             );
         }
         self.entry_complementarity = entry_total;
         total += entry_total;
-        for tt in 0..rounds {
-            schur[tt * rounds + tt] = w.diag[tt];
+        // The within-round blocks, then the supply slacks on the diagonal.
+        let (schur, t) = (&mut self.schur, &mut self.t);
+        for j in 0..K {
+            for f in j..K {
+                for tt in 0..rounds {
+                    schur[(j * rounds + tt) * goods + f * rounds + tt] =
+                        blocks[(j * rounds + tt) * K + f];
+                }
+            }
         }
-        for tt in 0..rounds {
+        for tt in 0..goods {
             t.rp[tt] += t.s[tt] - inst.supply[tt];
-            let diag = &mut schur[tt * rounds + tt];
+            let diag = &mut schur[tt * goods + tt];
             if inst.good_used[tt] {
                 *diag += t.s[tt] / t.p[tt];
                 total += t.s[tt] * t.p[tt];
@@ -215,70 +256,79 @@ impl InteriorPoint {
                 *diag = 1.0;
             }
             for l in 0..tt {
-                schur[tt * rounds + l] = schur[l * rounds + tt];
+                schur[tt * goods + l] = schur[l * goods + tt];
             }
         }
+        self.k.block = blocks;
         total
     }
 
     /// Back-substitute the price step in `t.dp`: `dx = M^{-1} (h - n dp)` per buyer, the supply
     /// residual's `sum n dx` in `t.flow`, the step limits, and (predictor) the second-order terms
-    /// and their price right-hand side `t.rcorr`, or (corrector) the stored direction.
+    /// and their price right-hand side `t.rcorr`, or (corrector) the stored direction. Each
+    /// job's own work runs on runs of jobs ([`back_substitute_jobs`], with GPU types
+    /// [`typed::back_substitute_jobs`]), then the sums over jobs on runs of goods.
     #[inline(always)]
-    pub(super) fn back_substitute_scalar<const W: usize>(
+    pub(super) fn back_substitute<const W: usize, const K: usize>(
         &mut self,
         inst: &Instance,
         pass: Pass,
     ) -> PassResult {
-        let rounds = width::<W>(inst);
-        let threads = self.split.threads;
-        let avx2 = self.split.avx2;
+        let goods = goods::<W, K>(inst);
+        let widths = Widths::of::<K>(width::<W>(inst));
+        let (threads, avx2) = (self.split.threads, self.split.avx2);
         let t = &mut self.t;
         t.flow.fill(0.0);
         if pass == Pass::Predictor {
             t.rcorr.fill(0.0);
         }
-        let mut limits = Limits::new();
-        // The entries' x z + y v enter the coefficient of alpha_d with a minus sign.
-        let mut poly = [0.0, -self.entry_complementarity, 0.0];
-        let mut check = 0.0;
-        let runs = round_runs(rounds, threads);
+        let mut found = PassResult {
+            limits: Limits::new(),
+            // The entries' x z + y v enter the coefficient of alpha_d with a minus sign.
+            poly: [0.0, -self.entry_complementarity, 0.0],
+            check: 0.0,
+        };
+        let runs = round_runs(goods, threads);
         for chunk in self.split.chunks(inst.buyers()) {
             let part = Part::new(
                 (&mut self.e, &mut self.b, &mut self.k),
                 &mut self.out,
                 chunk.clone(),
-                Widths::of::<1>(rounds),
+                widths,
             );
-            let (p, dp) = (&t.p[..rounds], &t.dp[..rounds]);
+            let (p, dp) = (&t.p[..goods], &t.dp[..goods]);
             on_threads(
-                part.divide(threads, Widths::of::<1>(rounds)),
+                part.divide(threads, widths),
                 avx2,
                 #[inline(always)]
                 |part| {
-                    back_substitute_jobs::<W>(inst, (p, dp), pass, part);
+                    if K == 1 {
+                        back_substitute_jobs::<W>(inst, (p, dp), pass, part);
+                    } else {
+                        typed::back_substitute_jobs::<W, K>(inst, (p, dp), pass, part);
+                    }
                 },
             );
             let out = &self.out;
             for (k, job) in chunk.clone().enumerate() {
                 let [lp, ld, du, c1, c3, cb, rdb, cr] = scalars(&out.scalars, k);
                 if pass == Pass::Predictor {
-                    poly[0] += c1;
-                    poly[1] -= c1;
-                    poly[2] += c3;
+                    found.poly[0] += c1;
+                    found.poly[1] -= c1;
+                    found.poly[2] += c3;
                     if inst.ceil[job].is_finite() {
-                        poly[0] += cb;
-                        poly[1] += rdb;
-                        poly[2] += cr;
+                        found.poly[0] += cb;
+                        found.poly[1] += rdb;
+                        found.poly[2] += cr;
                     }
                 }
-                limits.primal = limits.primal.max(lp);
-                limits.dual = limits.dual.max(ld);
-                check += du + lp + ld;
+                found.limits.primal = found.limits.primal.max(lp);
+                found.limits.dual = found.limits.dual.max(ld);
+                found.check += du + lp + ld;
             }
-            let tasks: Vec<_> = split_runs(&mut t.flow[..rounds], &runs, 1)
+            let tasks: Vec<_> = split_runs(&mut t.flow[..goods], &runs, 1)
                 .into_iter()
-                .zip(split_runs(&mut t.rcorr[..rounds], &runs, 1))
+                .zip(split_runs(&mut t.rcorr[..goods], &runs, 1))
                 .zip(runs.iter().cloned())
                 .collect();
             let private = tasks.len() > 1;
@@ -287,15 +337,16 @@ impl InteriorPoint {
                 avx2,
                 #[inline(always)]
                 |((flow, rcorr), run)| {
+                    let goods = super::goods::<W, K>(inst);
                     privately(private, [flow, rcorr], |[flow, rcorr]| {
                         for (k, job) in chunk.clone().enumerate() {
                             let n = inst.n[job];
-                            let dx = &row(&out.o1, k, rounds)[run.clone()];
+                            let dx = &row(&out.o1, k, goods)[run.clone()];
                             for j in 0..run.len() {
                                 flow[j] += n * dx[j];
                             }
                             if pass == Pass::Predictor {
-                                let dx = &row(&out.o2, k, rounds)[run.clone()];
+                                let dx = &row(&out.o2, k, goods)[run.clone()];
                                 for j in 0..run.len() {
                                     rcorr[j] += n * dx[j];
                                 }
@@ -310,7 +361,8 @@ impl InteriorPoint {
             Pass::Predictor => (0.0, 0.0),
             Pass::Corrector { target } => (target, 1.0),
         };
-        for tt in 0..rounds {
+        let (limits, poly) = (&mut found.limits, &mut found.poly);
+        for tt in 0..goods {
             if inst.good_used[tt] {
                 let (s, p, dp) = (t.s[tt], t.p[tt], t.dp[tt]);
                 let ds = (target - corr * t.cs[tt] - s * p - s * dp) / p;
@@ -327,23 +379,55 @@ impl InteriorPoint {
                 t.ds[tt] = 0.0;
             }
         }
-        PassResult {
-            limits,
-            poly,
-            check,
+        found
+    }
+}
+
+/// Each job of `chunk`'s ceiling term `r beta` into `total` and its entries' complementarity
+/// (the first scalar of its chunk outputs; with GPU types the first two, `sum x z` and
+/// `sum y v`) into `entries`, in the jobs' order.
+#[inline(always)]
+fn add_complementarity<const K: usize>(
+    inst: &Instance,
+    (b, out): (&Buyers, &Outputs),
+    chunk: Range<usize>,
+    (total, entries): (&mut f64, &mut f64),
+) {
+    let per_job = if K == 1 { 1 } else { 2 };
+    for (k, job) in chunk.enumerate() {
+        if inst.ceil[job].is_finite() {
+            *total += b.r[job] * b.beta[job];
         }
+        for value in &out.scalars[k * SCALARS..k * SCALARS + per_job] {
+            *entries += value;
+        }
+    }
+}
+
+/// [`InteriorPoint::complementarity`]'s work on each job of a run: its `sum x z + y v` (scalar 0).
+#[inline(always)]
+fn entry_complementarity<const W: usize>(inst: &Instance, part: Part<'_>) {
+    let rounds = width::<W>(inst);
+    let mut comp = vec![0.0; rounds];
+    for k in 0..part.jobs {
+        let (x, y) = (row(part.e.x, k, rounds), row(part.e.y, k, rounds));
+        let (z, v) = (row(part.e.z, k, rounds), row(part.e.v, k, rounds));
+        for j in 0..rounds {
+            comp[j] = x[j] * z[j] + y[j] * v[j];
+        }
+        part.out.scalars[k * SCALARS] = lane_sum(&comp);
     }
 }
 
 /// Job `k`'s [`SCALARS`] per-job values of a chunk.
 #[inline(always)]
-pub(super) fn scalars(values: &[f64], k: usize) -> [f64; SCALARS] {
+fn scalars(values: &[f64], k: usize) -> [f64; SCALARS] {
     let mut out = [0.0; SCALARS];
     out.copy_from_slice(row(values, k, SCALARS));
     out
 }
 
-/// [`InteriorPoint::prepare_scalar`]'s work on each job of a run: apply the pending step to its
+/// [`InteriorPoint::prepare`]'s work on each job of a run: apply the pending step to its
 /// entries, then its reciprocals, utility, `gamma`, `kappa` and dominant entry; its contributions
 /// to the price system's diagonal (`o3`) and to the price right-hand sides (`M^{-1} h0` in `o1`,
 /// `M^{-1} h_tau` in `o2`), and its `sum x z + y v` (scalar 0).
@@ -452,34 +536,28 @@ fn prepare_jobs<const W: usize>(
     }
 }
 
-/// The off-diagonal terms of the price system of the jobs `jobs` on its rows `run`
-/// (`schur` holds those rows): `- n^2 d d^T / kappa` with `d = a / sigma`, subtracted four jobs
-/// at a time (blocks of four from job 0; in a last, shorter block the missing jobs weigh 0 and
-/// keep the rows of the block before, as the fused loop left them).
+/// The rank ones `- n^2 / kappa d d^T` of the jobs `jobs` on the price system's rows `run`
+/// (`schur` holds those rows; `fill` writes a job's `d` over the goods), four jobs at a time
+/// (blocks of four from job 0; in a last, shorter block the missing jobs weigh 0 and keep the
+/// rows of the block before, as the fused loop left them). With `W > 0` the rows are `W` long.
 #[inline(always)]
-fn schur_rows<const W: usize>(
+fn subtract_rank_ones<const W: usize>(
     inst: &Instance,
-    (e, b): (&Entries, &Buyers),
+    b: &Buyers,
     jobs: Range<usize>,
     (schur, run): (&mut [f64], Range<usize>),
-    rounds: usize,
+    fill: impl Fn(&mut [f64], usize),
 ) {
-    let mut d = vec![0.0; SCHUR_BLOCK * rounds];
+    let goods = inst.goods();
+    let mut d = vec![0.0; SCHUR_BLOCK * goods];
     let mut scales = [0.0; SCHUR_BLOCK];
-    let fill = |d: &mut [f64], job: usize| {
-        let (a, isig) = (row(&inst.a, job, rounds), row(&e.isig, job, rounds));
-        let d = &mut d[..rounds];
-        for tt in 0..rounds {
-            d[tt] = a[tt] * isig[tt];
-        }
-    };
     if jobs.start >= SCHUR_BLOCK {
-        for (slot, d) in d.chunks_exact_mut(rounds).enumerate() {
+        for (slot, d) in d.chunks_exact_mut(goods).enumerate() {
             fill(d, jobs.start - SCHUR_BLOCK + slot);
         }
     }
     for block in jobs.clone().step_by(SCHUR_BLOCK) {
-        for (slot, (d, scale)) in d.chunks_exact_mut(rounds).zip(&mut scales).enumerate() {
+        for (slot, (d, scale)) in d.chunks_exact_mut(goods).zip(&mut scales).enumerate() {
             let job = block + slot;
             if job < jobs.end {
                 fill(d, job);
@@ -489,11 +567,11 @@ fn schur_rows<const W: usize>(
                 *scale = 0.0;
             }
         }
-        subtract_outer_products::<W>(schur, rounds, run.clone(), &d, &scales);
+        subtract_outer_products::<W>(schur, goods, run.clone(), &d, &scales);
     }
 }
 
-/// [`InteriorPoint::back_substitute_scalar`]'s work on each job of a run: its direction (in
+/// [`InteriorPoint::back_substitute`]'s work on each job of a run: its direction (in
 /// `o1`, the supply residual's terms), its step limits and `a.dx` (scalars 0 to 2), and in the
 /// predictor its second-order terms, their sums over the entries (scalars 3 to 7) and
 /// `M^{-1} hc` (in `o2`), or in the corrector the stored direction and ceiling steps.
@@ -521,7 +599,7 @@ fn back_substitute_jobs<const W: usize>(
         let dx_store = row_mut(e.dx, k, rounds);
         let ceiling = inst.ceil[job].is_finite();
         let inverse = RowInverse::new(a, isig, b.kappa[k], b.dominant[k], b.dominant_loo[k]);
-        let (r, beta, br) = (b.r[k], b.beta[k], b.br[k]);
+        let r = b.r[k];
         // g = h - n dp, with h evaluated exactly as in every other call of this pass (the
         // same bits) and the price step subtracted last: iterative refinement moves `dp` by
         // tiny amounts, and rounding `p + dp` afresh would add a new error on each try that
@@ -574,17 +652,11 @@ fn back_substitute_jobs<const W: usize>(
                 }
                 sums[3] = lane_sum(c1);
                 sums[4] = lane_sum(c3);
-                let mut cr = 0.0;
-                if ceiling {
-                    let dbeta = br * (du - (r - b.rc[k]));
-                    let dr = (-r * beta - r * dbeta) / beta;
-                    lp = lp.max(-dr / r);
-                    ld = ld.max(-dbeta / beta);
-                    cr = dr * dbeta;
-                    sums[5] = dr * beta;
-                    sums[6] = r * dbeta;
-                    sums[7] = cr;
-                }
+                let cr = if ceiling {
+                    ceiling_predictor(&b, k, du, (&mut lp, &mut ld), sums)
+                } else {
+                    0.0
+                };
                 b.cr[k] = cr;
                 // M^{-1} hc, hc = -dx dz / x - dx dv / y (+ a cr / r).
                 let lift = if ceiling { cr / r } else { 0.0 };
@@ -608,25 +680,59 @@ fn back_substitute_jobs<const W: usize>(
                     ld = if qz > ld { qz } else { ld };
                     ld = if qv > ld { qv } else { ld };
                 }
-                if ceiling {
-                    let cr = b.cr[k];
-                    let qc = -b.rc[k] - (target - cr) / beta + r;
-                    let dbeta = br * (du - qc);
-                    let dr = (target - cr - r * beta - r * dbeta) / beta;
-                    b.dbeta[k] = dbeta;
-                    b.dr[k] = dr;
-                    lp = lp.max(-dr / r);
-                    ld = ld.max(-dbeta / beta);
+                (b.dr[k], b.dbeta[k]) = if ceiling {
+                    ceiling_corrector(&b, k, du, target, (&mut lp, &mut ld))
                 } else {
-                    b.dbeta[k] = 0.0;
-                    b.dr[k] = 0.0;
-                }
+                    (0.0, 0.0)
+                };
             }
         }
         sums[0] = lp;
         sums[1] = ld;
         sums[2] = du;
     }
+}
+
+/// The ceiling's predictor step of job `k` of a part whose `a.dx` is `du`: its slack's and
+/// multiplier's limits into `(lp, ld)`, their complementarity terms into `sums[5..8]`; returns
+/// `dr dbeta`.
+#[inline(always)]
+pub(super) fn ceiling_predictor(
+    b: &BuyerRows<'_>,
+    k: usize,
+    du: f64,
+    (lp, ld): (&mut f64, &mut f64),
+    sums: &mut [f64],
+) -> f64 {
+    let (r, beta, br) = (b.r[k], b.beta[k], b.br[k]);
+    let dbeta = br * (du - (r - b.rc[k]));
+    let dr = (-r * beta - r * dbeta) / beta;
+    *lp = lp.max(-dr / r);
+    *ld = ld.max(-dbeta / beta);
+    let cr = dr * dbeta;
+    sums[5] = dr * beta;
+    sums[6] = r * dbeta;
+    sums[7] = cr;
+    cr
+}
+
+/// The ceiling's corrector step `(dr, dbeta)` of job `k` of a part whose `a.dx` is `du`, for
+/// the barrier target `target`; their limits into `(lp, ld)`.
+#[inline(always)]
+pub(super) fn ceiling_corrector(
+    b: &BuyerRows<'_>,
+    k: usize,
+    du: f64,
+    target: f64,
+    (lp, ld): (&mut f64, &mut f64),
+) -> (f64, f64) {
+    let (r, beta, br, cr) = (b.r[k], b.beta[k], b.br[k], b.cr[k]);
+    let qc = -b.rc[k] - (target - cr) / beta + r;
+    let dbeta = br * (du - qc);
+    let dr = (target - cr - r * beta - r * dbeta) / beta;
+    *lp = lp.max(-dr / r);
+    *ld = ld.max(-dbeta / beta);
+    (dr, dbeta)
 }
 
 /// Apply a step to one entry: `dz`, `dv` are recomputed from the stored corrector terms exactly

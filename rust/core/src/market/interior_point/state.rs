@@ -27,7 +27,7 @@ pub(super) struct Entries<V = Vec<f64>> {
     pub(super) cvi: V,
 }
 
-/// With GPU types: each job's Newton block, `M = diag(zeta) + (per slot) eta 1 1^T + gamma a a^T`
+/// With GPU types (the price system's blocks with one type too): each job's Newton block, `M = diag(zeta) + (per slot) eta 1 1^T + gamma a a^T`
 /// (see `typed.rs`), as the passes use it.
 #[derive(Default)]
 pub(super) struct Typed {
@@ -41,8 +41,9 @@ pub(super) struct Typed {
     pub(super) n: Vec<f64>,
     /// A slot's share of `kappa`, `Q = a^T B^{-1} a`, per slot.
     pub(super) q: Vec<f64>,
-    /// The price system's within-round blocks, accumulated apart: `types` values per good
-    /// (round `t` of type `j`: `(j rounds + t) types + f` holds entry `(j, f)`, `f >= j`).
+    /// The price system's within-round blocks (with one type: its diagonal), accumulated apart:
+    /// `types` values per good (round `t` of type `j`: `(j rounds + t) types + f` holds entry
+    /// `(j, f)`, those with `f >= j` read).
     pub(super) block: Vec<f64>,
     /// Per-round scratch of the central point: the level `lambda` of each round.
     pub(super) level: Vec<f64>,
@@ -90,13 +91,6 @@ pub(super) struct Rounds {
     pub(super) base: Vec<f64>,
     pub(super) flow: Vec<f64>,
     pub(super) rhs: Vec<f64>,
-}
-
-/// Scratch rows of length `T`.
-#[derive(Default)]
-pub(super) struct Scratch {
-    /// The price system's diagonal, accumulated apart from its (strided) place in the matrix.
-    pub(super) diag: Vec<f64>,
 }
 
 /// A step computed but not yet applied (applied by the next [`InteriorPoint::prepare`], fused

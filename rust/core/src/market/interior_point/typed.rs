@@ -57,17 +57,13 @@
 //! fixed order (deterministic) and vectorisable across rounds. The per-job passes touch only the
 //! job's own rows and add its contributions to the per-good sums in job order.
 
-use std::ops::Range;
-
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_dot, lane_sum, row, row_mut};
-use super::parts::{
-    on_threads, privately, round_runs, split_runs, EntryRows, Part, Widths, SCALARS,
-};
-use super::passes::scalars;
-use super::row_inverse::{dominant_entry, subtract_outer_products};
-use super::state::{Buyers, Limits, Pass, PassResult, Pending, Typed};
-use super::{live, width, InteriorPoint, NONE, SCHUR_BLOCK};
+use super::parts::{EntryRows, Part, SCALARS};
+use super::passes::{ceiling_corrector, ceiling_predictor};
+use super::row_inverse::dominant_entry;
+use super::state::{Pass, Pending};
+use super::{live, width, NONE};
 
 /// The `K` rows (one per type) of a type-major row of `K rounds` entries.
 #[inline(always)]
@@ -274,329 +270,42 @@ fn round_sum<const K: usize>(values: &[f64; K]) -> f64 {
     sum
 }
 
-impl InteriorPoint {
-    /// The total complementarity `sum x z + sum y v + s p + r beta`, summed as
-    /// [`Self::prepare_typed`] sums it.
-    #[inline(always)]
-    pub(super) fn complementarity_typed<const W: usize, const K: usize>(
-        &mut self,
-        inst: &Instance,
-    ) -> f64 {
-        let rounds = width::<W>(inst);
-        let goods = rounds * K;
-        let widths = Widths::of::<K>(rounds);
-        let (threads, avx2) = (self.split.threads, self.split.avx2);
-        let (mut total, mut entry_total) = (0.0, 0.0);
-        for chunk in self.split.chunks(inst.buyers()) {
-            let part = Part::new(
-                (&mut self.e, &mut self.b, &mut self.k),
-                &mut self.out,
-                chunk.clone(),
-                widths,
-            );
-            on_threads(
-                part.divide(threads, widths),
-                avx2,
-                #[inline(always)]
-                |part| {
-                    // the window's length as compiled (captured values would not be)
-                    let rounds = width::<W>(inst);
-                    let goods = rounds * K;
-                    let mut scratch = vec![0.0; 2 * rounds];
-                    let (comp_x, comp_y) = scratch.split_at_mut(rounds);
-                    let (comp_x, comp_y) = (&mut comp_x[..rounds], &mut comp_y[..rounds]);
-                    for k in 0..part.jobs {
-                        let (x, z) = (
-                            split::<K>(row(part.e.x, k, goods), rounds),
-                            split::<K>(row(part.e.z, k, goods), rounds),
-                        );
-                        let (y, v) = (row(part.e.y, k, rounds), row(part.e.v, k, rounds));
-                        for tt in 0..rounds {
-                            let mut sum = 0.0;
-                            for j in 0..K {
-                                sum += x[j][tt] * z[j][tt];
-                            }
-                            comp_x[tt] = sum;
-                            comp_y[tt] = y[tt] * v[tt];
-                        }
-                        let sums = row_mut(part.out.scalars, k, SCALARS);
-                        sums[0] = lane_sum(comp_x);
-                        sums[1] = lane_sum(comp_y);
-                    }
-                },
-            );
-            for (k, job) in chunk.enumerate() {
-                if inst.ceil[job].is_finite() {
-                    total += self.b.r[job] * self.b.beta[job];
-                }
-                entry_total += self.out.scalars[k * SCALARS];
-                entry_total += self.out.scalars[k * SCALARS + 1];
+/// [`InteriorPoint::complementarity`]'s work on each job of a run: its `sum x z` and `sum y v`
+/// (scalars 0 and 1).
+#[inline(always)]
+pub(super) fn entry_complementarity<const W: usize, const K: usize>(
+    inst: &Instance,
+    part: Part<'_>,
+) {
+    let rounds = width::<W>(inst);
+    let goods = rounds * K;
+    let mut scratch = vec![0.0; 2 * rounds];
+    let (comp_x, comp_y) = scratch.split_at_mut(rounds);
+    let (comp_x, comp_y) = (&mut comp_x[..rounds], &mut comp_y[..rounds]);
+    for k in 0..part.jobs {
+        let (x, z) = (
+            split::<K>(row(part.e.x, k, goods), rounds),
+            split::<K>(row(part.e.z, k, goods), rounds),
+        );
+        let (y, v) = (row(part.e.y, k, rounds), row(part.e.v, k, rounds));
+        for tt in 0..rounds {
+            let mut sum = 0.0;
+            for j in 0..K {
+                sum += x[j][tt] * z[j][tt];
             }
+            comp_x[tt] = sum;
+            comp_y[tt] = y[tt] * v[tt];
         }
-        total += entry_total;
-        let t = &self.t;
-        for tt in 0..goods {
-            if inst.good_used[tt] {
-                total += t.s[tt] * t.p[tt];
-            }
-        }
-        total
-    }
-
-    /// Apply the pending step, if any, in a pass of its own.
-    #[inline(always)]
-    pub(super) fn apply_pending_typed<const W: usize, const K: usize>(&mut self, inst: &Instance) {
-        if let Some(step) = self.pending.take() {
-            self.apply_pending_scalars(inst, step);
-            let rounds = width::<W>(inst);
-            let widths = Widths::of::<K>(rounds);
-            let avx2 = self.split.avx2;
-            let part = Part::new(
-                (&mut self.e, &mut self.b, &mut self.k),
-                &mut self.out,
-                0..inst.buyers(),
-                widths,
-            );
-            on_threads(
-                part.divide(self.split.threads, widths),
-                avx2,
-                #[inline(always)]
-                |mut part| {
-                    for k in 0..part.jobs {
-                        update_job::<W, K>(inst, &mut part.e, k, step);
-                    }
-                },
-            );
-        }
-    }
-
-    /// [`Self::prepare_scalar`] with GPU types: apply the pending step, then per job the
-    /// reciprocals, the per-round inverses of the module documentation, the price system (over
-    /// the `T K` goods) and the price right-hand sides of `h0` and `h_tau`. Returns the total
-    /// complementarity. Each job's own work runs on runs of jobs ([`prepare_jobs`]), then the
-    /// sums over jobs on runs of goods, each element accumulated in the jobs' order.
-    #[inline(always)]
-    pub(super) fn prepare_typed<const W: usize, const K: usize>(&mut self, inst: &Instance) -> f64 {
-        let rounds = width::<W>(inst);
-        let goods = rounds * K;
-        let widths = Widths::of::<K>(rounds);
-        let pending = self.pending.take();
-        if let Some(step) = pending {
-            self.apply_pending_scalars(inst, step);
-        }
-        let (threads, avx2) = (self.split.threads, self.split.avx2);
-        self.t.rp.fill(0.0);
-        self.t.r0.fill(0.0);
-        self.t.rtau.fill(0.0);
-        self.schur.fill(0.0);
-        // The within-round blocks, accumulated apart (row-major by good: `K` values per good,
-        // those of the types `f >= j` used), out of the typed state while it is read.
-        let mut blocks = std::mem::take(&mut self.k.block);
-        blocks.fill(0.0);
-        let (mut total, mut entry_total) = (0.0, 0.0);
-        let runs = round_runs(goods, threads);
-        for chunk in self.split.chunks(inst.buyers()) {
-            let part = Part::new(
-                (&mut self.e, &mut self.b, &mut self.k),
-                &mut self.out,
-                chunk.clone(),
-                widths,
-            );
-            let p = &self.t.p[..goods];
-            on_threads(
-                part.divide(threads, widths),
-                avx2,
-                #[inline(always)]
-                |part| prepare_jobs::<W, K>(inst, p, pending, part),
-            );
-            let (e, b, kk, out) = (&self.e, &self.b, &self.k, &self.out);
-            for (k, job) in chunk.clone().enumerate() {
-                if inst.ceil[job].is_finite() {
-                    total += b.r[job] * b.beta[job];
-                }
-                entry_total += out.scalars[k * SCALARS];
-                entry_total += out.scalars[k * SCALARS + 1];
-            }
-            let t = &mut self.t;
-            let tasks: Vec<_> = split_runs(&mut t.rp[..goods], &runs, 1)
-                .into_iter()
-                .zip(split_runs(&mut t.r0[..goods], &runs, 1))
-                .zip(split_runs(&mut t.rtau[..goods], &runs, 1))
-                .zip(split_runs(&mut blocks[..], &runs, K))
-                .zip(split_runs(&mut self.schur[..], &runs, goods))
-                .zip(runs.iter().cloned())
-                .collect();
-            let private = tasks.len() > 1;
-            on_threads(
-                tasks,
-                avx2,
-                #[inline(always)]
-                |(((((rp, r0), rtau), block), schur), run)| {
-                    let sums = [rp, r0, rtau, block, schur];
-                    privately(private, sums, |[rp, r0, rtau, block, schur]| {
-                        let jobs = chunk.clone();
-                        for (k, job) in jobs.clone().enumerate() {
-                            let n = inst.n[job];
-                            let x = &row(&e.x, job, goods)[run.clone()];
-                            let o1 = &row(&out.o1, k, goods)[run.clone()];
-                            let o2 = &row(&out.o2, k, goods)[run.clone()];
-                            for j in 0..run.len() {
-                                rp[j] += n * x[j];
-                                r0[j] += n * o1[j];
-                                rtau[j] += n * o2[j];
-                            }
-                            let blocks = &row(&out.o3, k, goods * K)[run.start * K..run.end * K];
-                            for j in 0..blocks.len() {
-                                block[j] += blocks[j];
-                            }
-                        }
-                        schur_rows::<K>(inst, (b, kk), jobs, (schur, run), goods);
-                    });
-                },
-            );
-        }
-        self.entry_complementarity = entry_total;
-        total += entry_total;
-        // The within-round blocks, then the supply slacks on the diagonal.
-        let (schur, t) = (&mut self.schur, &mut self.t);
-        for j in 0..K {
-            for f in j..K {
-                for tt in 0..rounds {
-                    schur[(j * rounds + tt) * goods + f * rounds + tt] =
-                        blocks[(j * rounds + tt) * K + f];
-                }
-            }
-        }
-        for tt in 0..goods {
-            t.rp[tt] += t.s[tt] - inst.supply[tt];
-            let diag = &mut schur[tt * goods + tt];
-            if inst.good_used[tt] {
-                *diag += t.s[tt] / t.p[tt];
-                total += t.s[tt] * t.p[tt];
-            } else {
-                *diag = 1.0;
-            }
-            for l in 0..tt {
-                schur[tt * goods + l] = schur[l * goods + tt];
-            }
-        }
-        self.k.block = blocks;
-        total
-    }
-
-    /// [`Self::back_substitute_scalar`] with GPU types: each job's direction on runs of jobs
-    /// ([`back_substitute_jobs`]), then the sums over jobs on runs of goods.
-    #[inline(always)]
-    pub(super) fn back_substitute_typed<const W: usize, const K: usize>(
-        &mut self,
-        inst: &Instance,
-        pass: Pass,
-    ) -> PassResult {
-        let rounds = width::<W>(inst);
-        let goods = rounds * K;
-        let widths = Widths::of::<K>(rounds);
-        let (threads, avx2) = (self.split.threads, self.split.avx2);
-        let t = &mut self.t;
-        t.flow.fill(0.0);
-        if pass == Pass::Predictor {
-            t.rcorr.fill(0.0);
-        }
-        let mut limits = Limits::new();
-        let mut poly = [0.0, -self.entry_complementarity, 0.0];
-        let mut check = 0.0;
-        let runs = round_runs(goods, threads);
-        for chunk in self.split.chunks(inst.buyers()) {
-            let part = Part::new(
-                (&mut self.e, &mut self.b, &mut self.k),
-                &mut self.out,
-                chunk.clone(),
-                widths,
-            );
-            let (p, dp) = (&t.p[..goods], &t.dp[..goods]);
-            on_threads(
-                part.divide(threads, widths),
-                avx2,
-                #[inline(always)]
-                |part| back_substitute_jobs::<W, K>(inst, (p, dp), pass, part),
-            );
-            let out = &self.out;
-            for (k, job) in chunk.clone().enumerate() {
-                let [lp, ld, du, c1, c3, cb, rdb, cr] = scalars(&out.scalars, k);
-                if pass == Pass::Predictor {
-                    poly[0] += c1;
-                    poly[1] -= c1;
-                    poly[2] += c3;
-                    if inst.ceil[job].is_finite() {
-                        poly[0] += cb;
-                        poly[1] += rdb;
-                        poly[2] += cr;
-                    }
-                }
-                limits.primal = limits.primal.max(lp);
-                limits.dual = limits.dual.max(ld);
-                check += du + lp + ld;
-            }
-            let tasks: Vec<_> = split_runs(&mut t.flow[..goods], &runs, 1)
-                .into_iter()
-                .zip(split_runs(&mut t.rcorr[..goods], &runs, 1))
-                .zip(runs.iter().cloned())
-                .collect();
-            let private = tasks.len() > 1;
-            on_threads(
-                tasks,
-                avx2,
-                #[inline(always)]
-                |((flow, rcorr), run)| {
-                    privately(private, [flow, rcorr], |[flow, rcorr]| {
-                        for (k, job) in chunk.clone().enumerate() {
-                            let n = inst.n[job];
-                            let dx = &row(&out.o1, k, goods)[run.clone()];
-                            for j in 0..run.len() {
-                                flow[j] += n * dx[j];
-                            }
-                            if pass == Pass::Predictor {
-                                let out = &row(&out.o2, k, goods)[run.clone()];
-                                for j in 0..run.len() {
-                                    rcorr[j] += n * out[j];
-                                }
-                            }
-                        }
-                    });
-                },
-            );
-        }
-        let (target, corr) = match pass {
-            Pass::Predictor => (0.0, 0.0),
-            Pass::Corrector { target } => (target, 1.0),
-        };
-        for tt in 0..goods {
-            if inst.good_used[tt] {
-                let (s, p, dp) = (t.s[tt], t.p[tt], t.dp[tt]);
-                let ds = (target - corr * t.cs[tt] - s * p - s * dp) / p;
-                t.ds[tt] = ds;
-                limits.primal = limits.primal.max(-ds / s);
-                limits.dual = limits.dual.max(-dp / p);
-                if pass == Pass::Predictor {
-                    poly[0] += ds * p;
-                    poly[1] += s * dp;
-                    poly[2] += ds * dp;
-                }
-            } else {
-                t.ds[tt] = 0.0;
-            }
-        }
-        PassResult {
-            limits,
-            poly,
-            check,
-        }
+        let sums = row_mut(part.out.scalars, k, SCALARS);
+        sums[0] = lane_sum(comp_x);
+        sums[1] = lane_sum(comp_y);
     }
 }
 
 /// Apply a step to job `k`'s rows of a part: `dz` and `dv` are recomputed from the stored
 /// corrector terms exactly as the corrector pass computed them.
 #[inline(always)]
-fn update_job<const W: usize, const K: usize>(
+pub(super) fn update_job<const W: usize, const K: usize>(
     inst: &Instance,
     e: &mut EntryRows<'_>,
     k: usize,
@@ -627,13 +336,13 @@ fn update_job<const W: usize, const K: usize>(
     }
 }
 
-/// [`InteriorPoint::prepare_typed`]'s work on each job of a run: apply the pending step to its
+/// [`InteriorPoint::prepare`]'s work on each job of a run (with GPU types): apply the pending step to its
 /// rows, then its utility, reciprocals, per-round inverses (`hata`, `r`, `n`, `q` of the
 /// typed state), `gamma`, `kappa` and dominant round; its `M^{-1} h0` and `M^{-1} h_tau` (in
 /// `o1`, `o2`), its rounds' `n^2 E^{-1}` (in `o3`, laid out as the accumulated blocks) and its
 /// `sum x z` and `sum y v` (scalars 0 and 1).
 #[inline(always)]
-fn prepare_jobs<const W: usize, const K: usize>(
+pub(super) fn prepare_jobs<const W: usize, const K: usize>(
     inst: &Instance,
     p: &[f64],
     pending: Option<Pending>,
@@ -827,46 +536,12 @@ fn prepare_jobs<const W: usize, const K: usize>(
     }
 }
 
-/// The rank ones `- n^2 / kappa (B^{-1} a)(B^{-1} a)^T` of the jobs `jobs` on the price
-/// system's rows `run` (`schur` holds those rows), four jobs at a time (blocks of four from job
-/// 0; in a last, shorter block the missing jobs weigh 0 and keep the rows of the block before,
-/// as the fused loop left them).
-#[inline(always)]
-fn schur_rows<const K: usize>(
-    inst: &Instance,
-    (b, kk): (&Buyers, &Typed),
-    jobs: Range<usize>,
-    (schur, run): (&mut [f64], Range<usize>),
-    goods: usize,
-) {
-    let mut d = vec![0.0; SCHUR_BLOCK * goods];
-    let mut scales = [0.0; SCHUR_BLOCK];
-    if jobs.start >= SCHUR_BLOCK {
-        for (slot, d) in d.chunks_exact_mut(goods).enumerate() {
-            d.copy_from_slice(row(&kk.hata, jobs.start - SCHUR_BLOCK + slot, goods));
-        }
-    }
-    for block in jobs.clone().step_by(SCHUR_BLOCK) {
-        for (slot, (d, scale)) in d.chunks_exact_mut(goods).zip(&mut scales).enumerate() {
-            let job = block + slot;
-            if job < jobs.end {
-                d.copy_from_slice(row(&kk.hata, job, goods));
-                let n = inst.n[job];
-                *scale = n * n / b.kappa[job];
-            } else {
-                *scale = 0.0;
-            }
-        }
-        subtract_outer_products::<0>(schur, goods, run.clone(), &d, &scales);
-    }
-}
-
-/// [`InteriorPoint::back_substitute_typed`]'s work on each job of a run: its direction (in
+/// [`InteriorPoint::back_substitute`]'s work on each job of a run (with GPU types): its direction (in
 /// `o1`), its step limits and `a.dx` (scalars 0 to 2), and in the predictor its second-order
 /// terms, their sums (scalars 3 to 7) and `M^{-1} hc` (in `o2`), or in the corrector the
 /// stored direction and ceiling steps.
 #[inline(always)]
-fn back_substitute_jobs<const W: usize, const K: usize>(
+pub(super) fn back_substitute_jobs<const W: usize, const K: usize>(
     inst: &Instance,
     (p, dp): (&[f64], &[f64]),
     pass: Pass,
@@ -897,7 +572,7 @@ fn back_substitute_jobs<const W: usize, const K: usize>(
         let dx_store = split_mut::<K>(row_mut(e.dx, k, goods), rounds);
         let ceiling = inst.ceil[job].is_finite();
         let inverse = SlotInverse::<K>::new((kk.hata, kk.r, kk.n), k, rounds, b.dominant[k]);
-        let (r, beta, br) = (b.r[k], b.beta[k], b.br[k]);
+        let r = b.r[k];
         // g = h - n dp (see the scalar pass: the price step is subtracted last)
         let g_rows = split_mut::<K>(&mut g_row[..], rounds);
         match pass {
@@ -964,17 +639,11 @@ fn back_substitute_jobs<const W: usize, const K: usize>(
                 }
                 sums[3] = lane_sum(c1);
                 sums[4] = lane_sum(c3);
-                let mut cr = 0.0;
-                if ceiling {
-                    let dbeta = br * (du - (r - b.rc[k]));
-                    let dr = (-r * beta - r * dbeta) / beta;
-                    lp = lp.max(-dr / r);
-                    ld = ld.max(-dbeta / beta);
-                    cr = dr * dbeta;
-                    sums[5] = dr * beta;
-                    sums[6] = r * dbeta;
-                    sums[7] = cr;
-                }
+                let cr = if ceiling {
+                    ceiling_predictor(&b, k, du, (&mut lp, &mut ld), sums)
+                } else {
+                    0.0
+                };
                 b.cr[k] = cr;
                 // M^{-1} hc, hc = dy dv / y - dx dz / x (+ a cr / r).
                 let lift = if ceiling { cr / r } else { 0.0 };
@@ -1017,19 +686,11 @@ fn back_substitute_jobs<const W: usize, const K: usize>(
                     lp = if py > lp { py } else { lp };
                     ld = if qv > ld { qv } else { ld };
                 }
-                if ceiling {
-                    let cr = b.cr[k];
-                    let qc = -b.rc[k] - (target - cr) / beta + r;
-                    let dbeta = br * (du - qc);
-                    let dr = (target - cr - r * beta - r * dbeta) / beta;
-                    b.dbeta[k] = dbeta;
-                    b.dr[k] = dr;
-                    lp = lp.max(-dr / r);
-                    ld = ld.max(-dbeta / beta);
+                (b.dr[k], b.dbeta[k]) = if ceiling {
+                    ceiling_corrector(&b, k, du, target, (&mut lp, &mut ld))
                 } else {
-                    b.dbeta[k] = 0.0;
-                    b.dr[k] = 0.0;
-                }
+                    (0.0, 0.0)
+                };
             }
         }
         sums[0] = lp;

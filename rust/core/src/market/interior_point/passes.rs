@@ -439,7 +439,7 @@ fn prepare_jobs<const W: usize>(
     part: Part<'_>,
 ) {
     let rounds = width::<W>(inst);
-    let (e, b, out) = (part.e, part.b, part.out);
+    let (e, mut b, out) = (part.e, part.b, part.out);
     let mut scratch = vec![0.0; 4 * rounds];
     let (g, rest) = scratch.split_at_mut(rounds);
     let (g2, rest) = rest.split_at_mut(rounds);
@@ -473,19 +473,7 @@ fn prepare_jobs<const W: usize>(
             }
         }
         let u = inst.c[job] + lane_dot(a, x);
-        b.u[k] = u;
-        let ceiling = inst.ceil[job].is_finite();
-        if ceiling {
-            b.br[k] = b.beta[k] / b.r[k];
-            b.rc[k] = u + b.r[k] - inst.ceil[job];
-        } else {
-            b.br[k] = 0.0;
-            b.rc[k] = 0.0;
-        }
-        b.coef[k] = inst.w[job] / u - b.br[k] * b.rc[k];
-        let gamma = inst.w[job] / (u * u) + b.br[k];
-        b.gamma[k] = gamma;
-        let inv_gamma = 1.0 / gamma;
+        let (ceiling, inv_gamma) = utility_terms(inst, job, (&mut b, k), u);
         for j in 0..rounds {
             // Branch-free masking: `m` is 1 on purchasable entries (then every reciprocal is
             // the plain one, bit for bit) and 0 on the others, whose stored x = z = v = 0,
@@ -501,16 +489,7 @@ fn prepare_jobs<const W: usize>(
             comp[j] = x[j] * z[j] + y[j] * v[j];
         }
         out.scalars[k * SCALARS] = lane_sum(comp);
-        let kappa = inv_gamma + lane_sum(q);
-        b.kappa[k] = kappa;
-        let dominant = dominant_entry(q, kappa);
-        b.dominant[k] = dominant;
-        if dominant != NONE {
-            // L of the dominant entry, summed directly (kappa - q would cancel).
-            let own = std::mem::replace(&mut q[dominant], 0.0);
-            b.dominant_loo[k] = inv_gamma + lane_sum(q);
-            q[dominant] = own;
-        }
+        let (kappa, dominant) = kappa_terms((&mut b, k), inv_gamma, q);
         let inverse = RowInverse::new(a, isig, kappa, dominant, b.dominant_loo[k]);
         let n2 = n * n;
         // Diagonal: n^2 L / (sigma kappa) (the off-diagonal terms: [`schur_rows`]).
@@ -691,6 +670,52 @@ fn back_substitute_jobs<const W: usize>(
         sums[1] = ld;
         sums[2] = du;
     }
+}
+
+/// Job `job`'s (row `k` of a part) terms of utility `u`: with a ceiling `beta / r` and the
+/// ceiling residual, then `coef` and `gamma` (module documentation of `mod.rs`). Returns
+/// whether the job has a ceiling, and `1 / gamma`.
+#[inline(always)]
+pub(super) fn utility_terms(
+    inst: &Instance,
+    job: usize,
+    (b, k): (&mut BuyerRows<'_>, usize),
+    u: f64,
+) -> (bool, f64) {
+    b.u[k] = u;
+    let ceiling = inst.ceil[job].is_finite();
+    if ceiling {
+        b.br[k] = b.beta[k] / b.r[k];
+        b.rc[k] = u + b.r[k] - inst.ceil[job];
+    } else {
+        b.br[k] = 0.0;
+        b.rc[k] = 0.0;
+    }
+    b.coef[k] = inst.w[job] / u - b.br[k] * b.rc[k];
+    let gamma = inst.w[job] / (u * u) + b.br[k];
+    b.gamma[k] = gamma;
+    (ceiling, 1.0 / gamma)
+}
+
+/// Row `k`'s `kappa = 1 / gamma + sum q` (`q`: each entry's, or with GPU types each round's,
+/// share of it) and its dominant entry (or round), whose leave-one-out sum `L` is summed
+/// directly (`kappa - q` would cancel). Returns `kappa` and the dominant entry ([`NONE`] if none).
+#[inline(always)]
+pub(super) fn kappa_terms(
+    (b, k): (&mut BuyerRows<'_>, usize),
+    inv_gamma: f64,
+    q: &mut [f64],
+) -> (f64, usize) {
+    let kappa = inv_gamma + lane_sum(q);
+    b.kappa[k] = kappa;
+    let dominant = dominant_entry(q, kappa);
+    b.dominant[k] = dominant;
+    if dominant != NONE {
+        let own = std::mem::replace(&mut q[dominant], 0.0);
+        b.dominant_loo[k] = inv_gamma + lane_sum(q);
+        q[dominant] = own;
+    }
+    (kappa, dominant)
 }
 
 /// The ceiling's predictor step of job `k` of a part whose `a.dx` is `du`: its slack's and

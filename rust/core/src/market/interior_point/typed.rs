@@ -60,10 +60,9 @@
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_dot, lane_sum, row, row_mut};
 use super::parts::{EntryRows, Part, SCALARS};
-use super::passes::{ceiling_corrector, ceiling_predictor};
-use super::row_inverse::dominant_entry;
+use super::passes::{ceiling_corrector, ceiling_predictor, kappa_terms, utility_terms};
 use super::state::{Pass, Pending};
-use super::{live, width, NONE};
+use super::{live, width};
 
 /// The `K` rows (one per type) of a type-major row of `K rounds` entries.
 #[inline(always)]
@@ -391,19 +390,7 @@ pub(super) fn prepare_jobs<const W: usize, const K: usize>(
         let (x, z) = (split::<K>(x_row, rounds), split::<K>(z_row, rounds));
         let (y, v) = (row(e.y, k, rounds), row(e.v, k, rounds));
         let u = inst.c[job] + lane_dot(a_row, x_row);
-        b.u[k] = u;
-        let ceiling = inst.ceil[job].is_finite();
-        if ceiling {
-            b.br[k] = b.beta[k] / b.r[k];
-            b.rc[k] = u + b.r[k] - inst.ceil[job];
-        } else {
-            b.br[k] = 0.0;
-            b.rc[k] = 0.0;
-        }
-        b.coef[k] = inst.w[job] / u - b.br[k] * b.rc[k];
-        let gamma = inst.w[job] / (u * u) + b.br[k];
-        b.gamma[k] = gamma;
-        let inv_gamma = 1.0 / gamma;
+        let (ceiling, inv_gamma) = utility_terms(inst, job, (&mut *b, k), u);
 
         // Pass A: reciprocals (ix = 1/x, iz = x/z, iy = 1/y, eta = v/y, masked to 0 where
         // nothing is purchasable), each round's sums, B^{-1} a and Q.
@@ -445,16 +432,7 @@ pub(super) fn prepare_jobs<const W: usize, const K: usize>(
         let sums = row_mut(part.out.scalars, k, SCALARS);
         sums[0] = lane_sum(comp_x);
         sums[1] = lane_sum(comp_y);
-        let kappa = inv_gamma + lane_sum(q);
-        b.kappa[k] = kappa;
-        let dominant = dominant_entry(q, kappa);
-        b.dominant[k] = dominant;
-        if dominant != NONE {
-            // L of the dominant round, summed directly (kappa - Q would cancel).
-            let own = std::mem::replace(&mut q[dominant], 0.0);
-            b.dominant_loo[k] = inv_gamma + lane_sum(q);
-            q[dominant] = own;
-        }
+        let (kappa, dominant) = kappa_terms((&mut *b, k), inv_gamma, q);
         let l_dominant = b.dominant_loo[k];
 
         // Pass B: each round's E^{-1} and r, and the right-hand sides with their halves

@@ -66,7 +66,10 @@
 //!   predictor-corrector step with iterative refinement of the price step;
 //! * `state.rs`: the per-entry, per-buyer and per-round arrays and the step bookkeeping;
 //! * `passes.rs`: the two fused passes over the entries (`prepare`: reciprocals, the price
-//!   system and its right-hand sides; `back_substitute`: directions and step limits);
+//!   system and its right-hand sides; `back_substitute`: directions and step limits), their
+//!   loops over jobs for one GPU type and several, and each job's own work with one type;
+//! * `typed.rs`: each job's own work with GPU types; `parts.rs`: the split over threads
+//!   (`../../threads.rs`: the worker pool);
 //! * `row_inverse.rs`: one buyer's Sherman-Morrison inverse and the rank-one updates of the price
 //!   system;
 //! * `central.rs`: the central point of given prices (each buyer's barrier best response);

@@ -30,8 +30,9 @@ const PARALLEL_CHUNK: usize = 1024;
 /// Per-job scalars a pass leaves for the sums over jobs.
 pub(super) const SCALARS: usize = 8;
 
-/// Where a pass leaves each job's contributions to the sums over jobs: three values per entry
-/// and [`SCALARS`] per job, for the jobs of one chunk.
+/// Where a pass leaves each job's contributions to the sums over jobs, for the jobs of one
+/// chunk: two values per entry (`o1`, `o2`), its contributions to the price system's
+/// within-round blocks (`o3`, [`Widths::blocks`] per job) and [`SCALARS`] per job.
 #[derive(Default)]
 pub(super) struct Outputs<V = Vec<f64>> {
     pub(super) o1: V,
@@ -151,7 +152,7 @@ impl Widths {
 
 /// A run of consecutive jobs, `first..first + jobs`: their rows of the per-entry and per-slot
 /// state (and, with GPU types, of the per-job inverses), their per-buyer state and their chunk
-/// output rows (one value per entry), indexed from 0.
+/// output rows, indexed from 0.
 pub(super) struct Part<'a> {
     pub(super) first: usize,
     pub(super) jobs: usize,

@@ -87,7 +87,7 @@ fn at<const K: usize>(rows: &[&[f64]; K], t: usize) -> [f64; K] {
     std::array::from_fn(|k| rows[k][t])
 }
 
-/// One job's `M^{-1}`: the per-round data of [`InteriorPoint::prepare_typed`].
+/// One job's `M^{-1}`: the per-round data of [`prepare_jobs`].
 struct SlotInverse<'a, const K: usize> {
     rounds: usize,
     hata: [&'a [f64]; K],

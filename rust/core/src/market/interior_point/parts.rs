@@ -121,25 +121,21 @@ pub(super) struct TypedRows<'a> {
 
 /// The lengths of a job's rows: per entry (its goods, `T K`), per slot (its rounds, `T`), of its
 /// contributions to the price system's within-round blocks (chunk output `o3`: `T K^2`; with
-/// one type the diagonal, `T`) and of its rounds' `K x K` inverses (`T K^2` with GPU types,
-/// else 0).
+/// one type the diagonal, `T`; with GPU types also the length of its rounds' `K x K` inverses).
 #[derive(Clone, Copy)]
 pub(super) struct Widths {
     pub(super) entry: usize,
     pub(super) slot: usize,
     pub(super) blocks: usize,
-    pub(super) inverse: usize,
 }
 
 impl Widths {
     /// The rows of a market of `rounds` rounds and `types` GPU types.
     pub(super) fn new(rounds: usize, types: usize) -> Self {
-        let blocks = rounds * types * types;
         Self {
             entry: rounds * types,
             slot: rounds,
-            blocks,
-            inverse: if types > 1 { blocks } else { 0 },
+            blocks: rounds * types * types,
         }
     }
 
@@ -294,7 +290,8 @@ impl<'a> Part<'a> {
         );
         let k = self.k;
         let (hata, r) = (cut(k.hata, at_entry), cut(k.r, at_entry));
-        let (n, q) = (cut(k.n, jobs * widths.inverse), cut(k.q, at_slot));
+        // (the inverses are empty with one type)
+        let (n, q) = (cut(k.n, jobs * widths.blocks), cut(k.q, at_slot));
         let (k0, k1) = (
             TypedRows {
                 hata: hata.0,

@@ -130,22 +130,7 @@ impl<'a, const K: usize> SlotInverse<'a, K> {
             }
             per_round[t] = sum;
         }
-        let total = lane_sum(per_round);
-        let others_of_dominant = if self.dominant < rounds {
-            let own = std::mem::replace(&mut per_round[self.dominant], 0.0);
-            let others = lane_sum(per_round);
-            per_round[self.dominant] = own;
-            others
-        } else {
-            0.0
-        };
-        for p in per_round.iter_mut() {
-            *p = total - *p;
-        }
-        if self.dominant < rounds {
-            per_round[self.dominant] = others_of_dominant;
-        }
-        total
+        rests(per_round, self.dominant)
     }
 
     /// Round `t` of `M^{-1} g` given its `R_t`.
@@ -159,6 +144,29 @@ impl<'a, const K: usize> SlotInverse<'a, K> {
             out
         })
     }
+}
+
+/// Each round's rest of its job, `R_t = sum_{s != t} per_round[s]`, in place of `per_round[t]`
+/// (the dominant round's summed directly: total minus its own term would cancel). Returns the
+/// total.
+#[inline(always)]
+fn rests(per_round: &mut [f64], dominant: usize) -> f64 {
+    let total = lane_sum(per_round);
+    let others_of_dominant = if dominant < per_round.len() {
+        let own = std::mem::replace(&mut per_round[dominant], 0.0);
+        let others = lane_sum(per_round);
+        per_round[dominant] = own;
+        others
+    } else {
+        0.0
+    };
+    for p in per_round.iter_mut() {
+        *p = total - *p;
+    }
+    if dominant < per_round.len() {
+        per_round[dominant] = others_of_dominant;
+    }
+    total
 }
 
 /// 1 where some type of the round is purchasable, else 0.
@@ -358,9 +366,7 @@ pub(super) fn prepare_jobs<const W: usize, const K: usize>(
         &mut g2_row[..goods],
     );
     let mut per_round = vec![0.0; 8 * rounds];
-    let mut rows = per_round
-        .chunks_exact_mut(rounds)
-        .map(|row| &mut row[..rounds]);
+    let mut rows = per_round.chunks_exact_mut(rounds);
     let mut next = || rows.next().unwrap_or_default();
     let (comp_x, comp_y, eta_r, ops_r) = (next(), next(), next(), next());
     let (a2_r, pair_r, pg, pg2) = (next(), next(), next(), next());
@@ -483,23 +489,8 @@ pub(super) fn prepare_jobs<const W: usize, const K: usize>(
         }
         // Pass C: M^{-1} h0 and M^{-1} h_tau.
         let inverse = SlotInverse::<K>::new((kk.hata, kk.r, kk.n), k, rounds, dominant);
-        for per_round in [&mut *pg, &mut *pg2] {
-            let total = lane_sum(per_round);
-            let others = if dominant < rounds {
-                let own = std::mem::replace(&mut per_round[dominant], 0.0);
-                let others = lane_sum(per_round);
-                per_round[dominant] = own;
-                others
-            } else {
-                0.0
-            };
-            for p in per_round.iter_mut() {
-                *p = total - *p;
-            }
-            if dominant < rounds {
-                per_round[dominant] = others;
-            }
-        }
+        rests(pg, dominant);
+        rests(pg2, dominant);
         let (g, g2) = (split::<K>(g_row, rounds), split::<K>(g2_row, rounds));
         let o1 = split_mut::<K>(row_mut(part.out.o1, k, goods), rounds);
         let o2 = split_mut::<K>(row_mut(part.out.o2, k, goods), rounds);

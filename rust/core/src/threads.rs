@@ -5,6 +5,7 @@
 //! The work is always split the same way for a given thread count, whatever the pool's size:
 //! which thread runs an item never changes what the item computes.
 
+use std::ops::Range;
 use std::sync::OnceLock;
 
 /// Threads to use for `items` units of work when `requested` were asked for (0: one per
@@ -16,6 +17,38 @@ pub(crate) fn thread_count(requested: usize, items: usize, per_thread: usize) ->
         requested
     };
     available.min(items / per_thread.max(1)).max(1)
+}
+
+/// `threads` runs of consecutive items of `0..items` of (nearly) equal length, in order (fewer
+/// when there are fewer items; one empty run when there are none).
+pub(crate) fn runs(items: usize, threads: usize) -> Vec<Range<usize>> {
+    let threads = threads.clamp(1, items.max(1));
+    let mut runs = Vec::with_capacity(threads);
+    let mut start = 0;
+    for left in (1..=threads).rev() {
+        let take = (items - start).div_ceil(left);
+        runs.push(start..start + take);
+        start += take;
+    }
+    runs
+}
+
+/// Split `values` (`per_item` values per item) into the pieces of the runs `runs` (consecutive,
+/// from 0); a piece past the end of `values` is cut short (empty).
+pub(crate) fn split_runs<'a, T>(
+    values: &'a mut [T],
+    runs: &[Range<usize>],
+    per_item: usize,
+) -> Vec<&'a mut [T]> {
+    let mut pieces = Vec::with_capacity(runs.len());
+    let mut rest = values;
+    for run in runs {
+        let at = (run.len() * per_item).min(rest.len());
+        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(at);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
 }
 
 /// The worker pool (one thread per available core, or `RAYON_NUM_THREADS`), started on first
@@ -65,6 +98,22 @@ pub(crate) fn map_all<T: Send, R: Send>(items: Vec<T>, work: impl Fn(T) -> R + S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_cover_the_items_in_order() {
+        for items in [0, 1, 2, 7, 1000] {
+            for threads in [1, 2, 3, 7] {
+                let runs = runs(items, threads);
+                assert_eq!(runs.len(), threads.min(items.max(1)));
+                assert_eq!(runs[0].start, 0);
+                assert_eq!(runs[runs.len() - 1].end, items);
+                for pair in runs.windows(2) {
+                    assert_eq!(pair[0].end, pair[1].start);
+                    assert!(pair[0].len() >= pair[1].len() && pair[0].len() <= pair[1].len() + 1);
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_item_runs_once_and_results_keep_their_order() {

@@ -26,11 +26,14 @@
 
 use super::instance::Instance;
 use super::proportional_response::one_gang_per_round;
+use crate::threads::{map_all, run_all, runs, split_runs};
 
 /// Scale `x` to a feasible plan: a job holding more than one gang in a round (over the types) has
 /// that round scaled down to one, oversold goods are scaled down to their supply, then jobs past
 /// their ceiling are scaled down to it. Writes the plan into `out` (entries clamped to `[0, 1]`)
 /// and the utilities into `u`; returns the objective `sum_b w_b log u_b` (normalised units).
+/// Each job's work runs on `threads` runs of jobs; every sum over jobs is taken in the jobs'
+/// order, so the result is the same bits for any number of threads.
 pub(crate) fn project_primal(
     inst: &Instance,
     x: &[f64],
@@ -38,23 +41,22 @@ pub(crate) fn project_primal(
     u: &mut [f64],
     demand: &mut [f64],
     plan: &mut Vec<f64>,
+    threads: usize,
 ) -> f64 {
     if inst.types > 1 {
         // one gang per round first
         plan.clear();
         plan.extend(x.iter().map(|x| x.clamp(0.0, 1.0)));
-        for b in 0..inst.buyers() {
-            let range = inst.row(b);
-            one_gang_per_round(
-                &mut plan[range.clone()],
-                &inst.a[range],
-                inst.rounds,
-                inst.types,
-            );
-        }
-        return project_goods(inst, plan, out, u, demand);
+        let (goods, runs) = (inst.goods(), runs(inst.buyers(), threads));
+        let pieces = split_runs(&mut plan[..], &runs, goods);
+        run_all(runs.into_iter().zip(pieces).collect(), |(jobs, rows)| {
+            for (b, row) in jobs.zip(rows.chunks_exact_mut(goods.max(1))) {
+                one_gang_per_round(row, &inst.a[inst.row(b)], inst.rounds, inst.types);
+            }
+        });
+        return project_goods(inst, plan, out, u, demand, threads);
     }
-    project_goods(inst, x, out, u, demand)
+    project_goods(inst, x, out, u, demand, threads)
 }
 
 /// [`project_primal`] after the one-gang-per-round step: goods, then ceilings.
@@ -64,15 +66,24 @@ fn project_goods(
     out: &mut [f64],
     u: &mut [f64],
     demand: &mut [f64],
+    threads: usize,
 ) -> f64 {
-    let rounds = inst.goods();
-    demand.fill(0.0);
-    for b in 0..inst.buyers() {
-        let n = inst.n[b];
-        for (d, &x) in demand.iter_mut().zip(&x[inst.row(b)]) {
-            *d += n * x.clamp(0.0, 1.0);
-        }
-    }
+    let goods = inst.goods();
+    // the demand for each good, over the jobs in order (runs of goods on threads)
+    let good_runs = runs(goods, threads);
+    let pieces = split_runs(&mut demand[..goods], &good_runs, 1);
+    run_all(
+        good_runs.into_iter().zip(pieces).collect(),
+        |(run, demand)| {
+            demand.fill(0.0);
+            for b in 0..inst.buyers() {
+                let (n, x) = (inst.n[b], &x[inst.row(b)][run.clone()]);
+                for (d, &x) in demand.iter_mut().zip(x) {
+                    *d += n * x.clamp(0.0, 1.0);
+                }
+            }
+        },
+    );
     for (t, d) in demand.iter_mut().enumerate() {
         *d = if *d > inst.supply[t] {
             inst.supply[t] / *d
@@ -80,42 +91,75 @@ fn project_goods(
             1.0
         };
     }
-    let mut objective = 0.0;
-    for b in 0..inst.buyers() {
-        let range = inst.row(b);
-        let (a, out) = (&inst.a[range.clone()], &mut out[range.clone()]);
-        let mut gain = 0.0;
-        for t in 0..rounds {
-            out[t] = x[range.start + t].clamp(0.0, 1.0) * demand[t];
-            gain += a[t] * out[t];
-        }
-        let room = inst.ceil[b] - inst.c[b];
-        if gain > room {
-            let f = room / gain;
-            for o in out.iter_mut() {
-                *o *= f;
+    // each job's plan, utility and term of the objective (runs of jobs on threads)
+    let demand = &*demand;
+    let job_runs = runs(inst.buyers(), threads);
+    let rows = split_runs(&mut out[..inst.entries()], &job_runs, goods);
+    let utilities = split_runs(&mut u[..inst.buyers()], &job_runs, 1);
+    let tasks = job_runs.into_iter().zip(rows.into_iter().zip(utilities));
+    let terms = map_all(tasks.collect(), |(jobs, (rows, utilities))| {
+        let mut terms = Vec::with_capacity(jobs.len());
+        let rows = rows.chunks_exact_mut(goods.max(1));
+        for ((b, out), u) in jobs.zip(rows).zip(utilities.iter_mut()) {
+            let (a, x) = (&inst.a[inst.row(b)], &x[inst.row(b)]);
+            let mut gain = 0.0;
+            for t in 0..goods {
+                out[t] = x[t].clamp(0.0, 1.0) * demand[t];
+                gain += a[t] * out[t];
             }
-            gain = room;
+            let room = inst.ceil[b] - inst.c[b];
+            if gain > room {
+                let f = room / gain;
+                for o in out.iter_mut() {
+                    *o *= f;
+                }
+                gain = room;
+            }
+            *u = inst.c[b] + gain;
+            terms.push(inst.w[b] * u.ln());
         }
-        u[b] = inst.c[b] + gain;
-        objective += inst.w[b] * u[b].ln();
+        terms
+    });
+    let mut objective = 0.0;
+    for term in terms.iter().flatten() {
+        objective += term;
     }
     objective
 }
 
-/// The dual bound `D(p)` (normalised units) for prices `p >= 0`.
+/// The dual bound `D(p)` (normalised units) for prices `p >= 0`, each job's term on `threads`
+/// runs of jobs and summed in the jobs' order (the same bits for any number of threads).
 ///
-/// `order` is scratch space (reused, never reallocated once it holds a row).
-pub(crate) fn dual_bound(inst: &Instance, p: &[f64], scratch: &mut DualScratch) -> f64 {
+/// `scratch` is the single-threaded solve's scratch space (reused, never reallocated once it
+/// holds a row); other threads have their own.
+pub(crate) fn dual_bound(
+    inst: &Instance,
+    p: &[f64],
+    scratch: &mut DualScratch,
+    threads: usize,
+) -> f64 {
     let mut bound: f64 = (0..inst.goods())
         .map(|t| p[t].max(0.0) * inst.supply[t])
         .sum();
-    for b in 0..inst.buyers() {
-        bound += if inst.types == 1 {
+    let term = |b: usize, scratch: &mut DualScratch| {
+        if inst.types == 1 {
             buyer_dual(inst, b, p, &mut scratch.order)
         } else {
             typed_buyer_dual(inst, b, p, scratch)
-        };
+        }
+    };
+    if threads <= 1 {
+        for b in 0..inst.buyers() {
+            bound += term(b, scratch);
+        }
+        return bound;
+    }
+    let terms = map_all(runs(inst.buyers(), threads), |jobs| {
+        let mut scratch = DualScratch::new(inst);
+        jobs.map(|b| term(b, &mut scratch)).collect::<Vec<f64>>()
+    });
+    for term in terms.iter().flatten() {
+        bound += term;
     }
     bound
 }
@@ -285,10 +329,13 @@ pub(crate) struct Incumbent {
     scratch: DualScratch,
     /// With types: the plan held to one gang per round, before the goods' projection.
     plan: Vec<f64>,
+    /// Threads of the projection and the dual bound (resolved: at least 1).
+    threads: usize,
 }
 
 impl Incumbent {
-    pub fn new(inst: &Instance) -> Self {
+    /// The incumbents of a solve of `inst` certifying on `threads` threads (resolved).
+    pub fn new(inst: &Instance, threads: usize) -> Self {
         Self {
             primal: f64::NEG_INFINITY,
             shares: vec![0.0; inst.entries()],
@@ -300,6 +347,7 @@ impl Incumbent {
             demand: vec![0.0; inst.goods()],
             scratch: DualScratch::new(inst),
             plan: Vec::new(),
+            threads: threads.max(1),
         }
     }
 
@@ -313,13 +361,14 @@ impl Incumbent {
             &mut self.candidate_u,
             &mut self.demand,
             &mut self.plan,
+            self.threads,
         );
         if primal > self.primal {
             self.primal = primal;
             std::mem::swap(&mut self.shares, &mut self.candidate);
             std::mem::swap(&mut self.utilities, &mut self.candidate_u);
         }
-        let dual = dual_bound(inst, p, &mut self.scratch);
+        let dual = dual_bound(inst, p, &mut self.scratch, self.threads);
         if dual < self.dual {
             self.dual = dual;
             self.prices.copy_from_slice(p);

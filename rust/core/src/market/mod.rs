@@ -204,7 +204,13 @@ impl PreparedMarket {
             Some(bids) => Some(normalised_bids(inst, bids)?),
             None => None,
         };
-        let mut best = Incumbent::new(inst);
+        // Threads of the interior point's passes and of the certificate (both methods).
+        let threads = crate::threads::thread_count(
+            settings.threads,
+            inst.buyers(),
+            interior_point::JOBS_PER_THREAD,
+        );
+        let mut best = Incumbent::new(inst, threads);
         let (mut pr_iterations, mut ipm_iterations) = (0, 0);
         let mut final_bids = None;
         // Why the methods stopped (refined by the final certificate in `assemble`).
@@ -212,7 +218,7 @@ impl PreparedMarket {
         if inst.buyers() == 0 {
             best.offer(inst, &[], &vec![0.0; inst.goods()]);
         } else {
-            let mut pr = ProportionalResponse::new(inst, warm.as_deref());
+            let mut pr = ProportionalResponse::new(inst, warm.as_deref(), threads);
             match settings.method {
                 Method::ProportionalResponse => {
                     // It stops only on the certificate or at the iteration limit.
@@ -257,11 +263,6 @@ impl PreparedMarket {
                         SolverStatus::IterationLimit
                     };
                     if gap > settings.tol && pr_iterations < settings.max_iter {
-                        let threads = crate::threads::thread_count(
-                            settings.threads,
-                            inst.buyers(),
-                            interior_point::JOBS_PER_THREAD,
-                        );
                         let mut ipm = InteriorPoint::new(inst, threads);
                         // The first barrier matches the certified gap, except from a warm start:
                         // its prices are good, but at so small a barrier the best responses of

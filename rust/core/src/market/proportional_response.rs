@@ -39,6 +39,7 @@
 //! uses a few iterations of it to find prices and finishes with the interior-point method.
 
 use super::instance::{best_per_round, Instance};
+use crate::threads::{run_all, runs, split_runs};
 
 /// Bids never fall below this fraction of the buyer's budget: a bid that reached zero could never
 /// recover (zero stays zero under a multiplicative update), and tiny bids would underflow to
@@ -75,6 +76,9 @@ pub(crate) struct ProportionalResponse {
     slope: Vec<f64>,
     /// With types: clearing alternations left for the next allocation (more for the first).
     alternations: usize,
+    /// Threads of the per-job work and of the sums over jobs with types (resolved: at least
+    /// 1); every sum over jobs is taken in the jobs' order, so the same bits for any number.
+    threads: usize,
 }
 
 /// With types: clearing alternations (rents, then levels) of the first allocation, and of the
@@ -90,7 +94,7 @@ impl ProportionalResponse {
     /// Start from `warm` (dense `jobs x rounds` bids in normalised budget units) where a job's row
     /// holds a positive bid on a purchasable entry; other rows start cold, bidding as if they held
     /// every round: `b_it = w_i a_it / (c_i + sum_t a_it)`.
-    pub fn new(inst: &Instance, warm: Option<&[f64]>) -> Self {
+    pub fn new(inst: &Instance, warm: Option<&[f64]>, threads: usize) -> Self {
         let (entries, rounds) = (inst.entries(), inst.goods());
         let mut bids = vec![0.0; entries];
         let mut warm_rows = vec![false; inst.buyers()];
@@ -150,6 +154,7 @@ impl ProportionalResponse {
             ],
             slope: vec![0.0; if inst.types > 1 { rounds } else { 0 }],
             alternations: FIRST_ALTERNATIONS,
+            threads: threads.max(1),
         }
     }
 
@@ -281,23 +286,31 @@ impl ProportionalResponse {
         for _ in 0..alternations {
             self.rents(inst);
             for _ in 0..LEVEL_STEPS {
-                // demand and its slope in the level, at the current levels and rents
-                self.bid_sum.fill(0.0);
-                self.slope.fill(0.0);
-                for b in 0..inst.buyers() {
-                    let n = inst.n[b];
-                    let range = inst.row(b);
-                    let (a, bids) = (&inst.a[range.clone()], &self.bids[range]);
-                    let rent = &self.rent[b * rounds..(b + 1) * rounds];
-                    for g in 0..goods {
-                        let price = n * self.lambda[g] + rent[g % rounds];
-                        if a[g] > 0.0 && price > 0.0 {
-                            let x = bids[g] / price;
-                            self.bid_sum[g] += n * x;
-                            self.slope[g] += n * n * x / price;
+                // demand and its slope in the level, at the current levels and rents (runs of
+                // goods on threads, each summed over the jobs in order)
+                let good_runs = runs(goods, self.threads);
+                let demand = split_runs(&mut self.bid_sum[..goods], &good_runs, 1);
+                let slopes = split_runs(&mut self.slope[..goods], &good_runs, 1);
+                let (bids, rents, lambda) = (&self.bids, &self.rent, &self.lambda);
+                let tasks = good_runs.into_iter().zip(demand.into_iter().zip(slopes));
+                run_all(tasks.collect(), |(run, (demand, slope))| {
+                    demand.fill(0.0);
+                    slope.fill(0.0);
+                    for b in 0..inst.buyers() {
+                        let n = inst.n[b];
+                        let range = inst.row(b);
+                        let (a, bids) = (&inst.a[range.clone()], &bids[range]);
+                        let rent = &rents[b * rounds..(b + 1) * rounds];
+                        for (j, g) in run.clone().enumerate() {
+                            let price = n * lambda[g] + rent[g % rounds];
+                            if a[g] > 0.0 && price > 0.0 {
+                                let x = bids[g] / price;
+                                demand[j] += n * x;
+                                slope[j] += n * n * x / price;
+                            }
                         }
                     }
-                }
+                });
                 for g in 0..goods {
                     let (level, demand) = (self.lambda[g], self.bid_sum[g]);
                     if (level == 0.0 && demand <= inst.supply[g]) || self.slope[g] <= 0.0 {
@@ -313,77 +326,61 @@ impl ProportionalResponse {
             }
         }
         self.rents(inst);
-        for b in 0..inst.buyers() {
-            let n = inst.n[b];
-            let range = inst.row(b);
-            let (a, bids, x) = (
-                &inst.a[range.clone()],
-                &self.bids[range.clone()],
-                &mut self.x[range],
-            );
-            let rent = &self.rent[b * rounds..(b + 1) * rounds];
-            for g in 0..goods {
-                let price = n * self.lambda[g] + rent[g % rounds];
-                x[g] = if a[g] > 0.0 && price > 0.0 {
-                    (bids[g] / price).min(1.0)
-                } else {
-                    0.0
-                };
+        let job_runs = runs(inst.buyers(), self.threads);
+        let shares = split_runs(&mut self.x[..inst.entries()], &job_runs, goods);
+        let utilities = split_runs(&mut self.u[..inst.buyers()], &job_runs, 1);
+        let (bids, rents, lambda) = (&self.bids, &self.rent, &self.lambda);
+        let tasks = job_runs.into_iter().zip(shares.into_iter().zip(utilities));
+        run_all(tasks.collect(), |(jobs, (shares, utilities))| {
+            let rows = shares.chunks_exact_mut(goods.max(1));
+            for ((b, x), u) in jobs.zip(rows).zip(utilities.iter_mut()) {
+                let n = inst.n[b];
+                let range = inst.row(b);
+                let (a, bids) = (&inst.a[range.clone()], &bids[range]);
+                let rent = &rents[b * rounds..(b + 1) * rounds];
+                for g in 0..goods {
+                    let price = n * lambda[g] + rent[g % rounds];
+                    x[g] = if a[g] > 0.0 && price > 0.0 {
+                        (bids[g] / price).min(1.0)
+                    } else {
+                        0.0
+                    };
+                }
+                let gain = one_gang_per_round(x, a, rounds, types);
+                *u = inst.c[b] + gain;
             }
-            let gain = one_gang_per_round(x, a, rounds, types);
-            self.u[b] = inst.c[b] + gain;
-        }
+        });
     }
 
     /// With types: each round's rent at the current levels, the least `mu >= 0` with
     /// `sum_k b_k / (n lambda_k + mu) <= 1` (decreasing and convex in `mu`; Newton from the left).
     fn rents(&mut self, inst: &Instance) {
         let (rounds, types) = (inst.rounds, inst.types);
-        for b in 0..inst.buyers() {
-            let n = inst.n[b];
-            let range = inst.row(b);
-            let (a, bids) = (&inst.a[range.clone()], &self.bids[range]);
-            for t in 0..rounds {
-                let demand = |mu: f64| -> (f64, f64) {
-                    let (mut d, mut slope) = (0.0, 0.0);
-                    for k in 0..types {
-                        let g = k * rounds + t;
-                        if a[g] > 0.0 {
-                            let price = n * self.lambda[g] + mu;
-                            d += bids[g] / price;
-                            slope -= bids[g] / (price * price);
-                        }
-                    }
-                    (d - 1.0, slope)
-                };
-                let (at_zero, _) = demand(0.0);
-                let mut mu = 0.0;
-                if at_zero.is_nan() || at_zero > 0.0 {
-                    // from the left: the largest bid alone needs at least this much
-                    let mut floor = 0.0f64;
-                    for k in 0..types {
-                        let g = k * rounds + t;
-                        if a[g] > 0.0 {
-                            floor = floor.max(bids[g] - n * self.lambda[g]);
-                        }
-                    }
-                    mu = floor.max(0.0);
-                    for _ in 0..RENT_STEPS {
-                        let (f, df) = demand(mu);
-                        if f.is_nan() || f <= 0.0 || df.is_nan() || df >= 0.0 {
-                            break;
-                        }
-                        let next = mu - f / df;
-                        if next - mu <= 1e-15 * next {
-                            mu = next;
-                            break;
-                        }
-                        mu = next;
+        let job_runs = runs(inst.buyers(), self.threads);
+        let pieces = split_runs(&mut self.rent[..], &job_runs, rounds);
+        let (bids, lambda) = (&self.bids, &self.lambda);
+        run_all(
+            job_runs.into_iter().zip(pieces).collect(),
+            |(jobs, rents)| {
+                for (b, rents) in jobs.zip(rents.chunks_exact_mut(rounds.max(1))) {
+                    let n = inst.n[b];
+                    let range = inst.row(b);
+                    let (a, bids) = (&inst.a[range.clone()], &bids[range]);
+                    for (t, rent) in rents.iter_mut().enumerate() {
+                        *rent = round_rent(
+                            |k| {
+                                (
+                                    a[k * rounds + t],
+                                    bids[k * rounds + t],
+                                    n * lambda[k * rounds + t],
+                                )
+                            },
+                            types,
+                        );
                     }
                 }
-                self.rent[b * rounds + t] = mu;
-            }
-        }
+            },
+        );
     }
 
     /// The proportional-response update of the bids from the last allocation.
@@ -419,6 +416,51 @@ impl ProportionalResponse {
             }
         }
     }
+}
+
+/// A round's rent: the least `mu >= 0` with `sum_k b_k / (n lambda_k + mu) <= 1` over its
+/// purchasable types (decreasing and convex in `mu`; Newton from the left). `entry(k)` gives
+/// type `k`'s valuation, bid and `n lambda_k`.
+#[inline(always)]
+fn round_rent(entry: impl Fn(usize) -> (f64, f64, f64), types: usize) -> f64 {
+    let demand = |mu: f64| -> (f64, f64) {
+        let (mut d, mut slope) = (0.0, 0.0);
+        for k in 0..types {
+            let (a, bid, level) = entry(k);
+            if a > 0.0 {
+                let price = level + mu;
+                d += bid / price;
+                slope -= bid / (price * price);
+            }
+        }
+        (d - 1.0, slope)
+    };
+    let (at_zero, _) = demand(0.0);
+    let mut mu = 0.0;
+    if at_zero.is_nan() || at_zero > 0.0 {
+        // from the left: the largest bid alone needs at least this much
+        let mut floor = 0.0f64;
+        for k in 0..types {
+            let (a, bid, level) = entry(k);
+            if a > 0.0 {
+                floor = floor.max(bid - level);
+            }
+        }
+        mu = floor.max(0.0);
+        for _ in 0..RENT_STEPS {
+            let (f, df) = demand(mu);
+            if f.is_nan() || f <= 0.0 || df.is_nan() || df >= 0.0 {
+                break;
+            }
+            let next = mu - f / df;
+            if next - mu <= 1e-15 * next {
+                mu = next;
+                break;
+            }
+            mu = next;
+        }
+    }
+    mu
 }
 
 /// Scale down, in every round where a row's shares (type-major, `types` blocks of `rounds`) sum

@@ -208,7 +208,6 @@ impl InteriorPoint {
         let b = || vec![0.0; buyers];
         let t = || vec![0.0; rounds];
         let s = || vec![0.0; slots];
-        let r = || vec![0.0; if types > 1 { per_round } else { 0 }];
         let typed_entries = if types > 1 { entries } else { 0 };
         let split = Split::new(threads, buyers);
         let out = parts::outputs(&split, parts::Widths::new(per_round, types));
@@ -233,7 +232,6 @@ impl InteriorPoint {
                 n: vec![0.0; typed_entries * types],
                 q: vec![0.0; if types > 1 { slots } else { 0 }],
                 block: vec![0.0; rounds * types],
-                level: r(),
             },
             b: Buyers {
                 u: b(),

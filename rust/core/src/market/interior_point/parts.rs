@@ -439,23 +439,6 @@ pub(super) fn round_runs(rounds: usize, threads: usize) -> Vec<Range<usize>> {
     runs
 }
 
-/// Split `values` (a row of per-round values, or `rows` rows of `per_row` values when
-/// `per_row > 1`) into the pieces of the runs of rounds `runs` (consecutive, from 0).
-pub(super) fn split_runs<'a>(
-    values: &'a mut [f64],
-    runs: &[Range<usize>],
-    per_row: usize,
-) -> Vec<&'a mut [f64]> {
-    let mut pieces = Vec::with_capacity(runs.len());
-    let mut rest = values;
-    for run in runs {
-        let (piece, tail) = cut(rest, run.len() * per_row);
-        pieces.push(piece);
-        rest = tail;
-    }
-    pieces
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -110,7 +110,7 @@ fn pass_costs() {
         let inst = Instance::new(&m.problem()).unwrap();
         for threads in [1, 2] {
             let mut ipm = InteriorPoint::new(&inst, threads);
-            let mut best = Incumbent::new(&inst);
+            let mut best = Incumbent::new(&inst, 1);
             let prices = vec![1.0; inst.goods()];
             let utilities: Vec<f64> = inst.c.iter().map(|c| c + 0.1).collect();
             let start = Start {

@@ -9,13 +9,12 @@ use std::ops::Range;
 
 use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_dot, lane_sum, row, row_mut};
-use super::parts::{
-    on_threads, privately, round_runs, split_runs, BuyerRows, Outputs, Part, Widths, SCALARS,
-};
+use super::parts::{on_threads, privately, round_runs, BuyerRows, Outputs, Part, Widths, SCALARS};
 use super::row_inverse::{dominant_entry, subtract_outer_products, RowInverse};
 use super::state::{Buyers, Limits, Pass, PassResult, Pending};
 use super::typed;
 use super::{goods, live, width, InteriorPoint, NONE, SCHUR_BLOCK};
+use crate::threads::split_runs;
 
 impl InteriorPoint {
     /// The total complementarity `sum x z + y v + s p + r beta` of the current point, summed as

@@ -45,8 +45,6 @@ pub(super) struct Typed {
     /// `types` values per good (round `t` of type `j`: `(j rounds + t) types + f` holds entry
     /// `(j, f)`, those with `f >= j` read).
     pub(super) block: Vec<f64>,
-    /// Per-round scratch of the central point: the level `lambda` of each round.
-    pub(super) level: Vec<f64>,
 }
 
 /// Per-buyer state.

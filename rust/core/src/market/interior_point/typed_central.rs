@@ -11,13 +11,14 @@
 
 use super::super::instance::{best_per_round, Instance};
 use super::super::linalg::lanes::{row, row_mut};
+use super::parts::{on_threads, Part, Widths};
 use super::{width, InteriorPoint};
 
 /// Newton steps on a round's level before giving up on more accuracy.
 const LEVEL_STEPS: usize = 100;
 
 impl InteriorPoint {
-    /// [`Self::central_point_scalar`] with GPU types.
+    /// [`Self::central_point_scalar`] with GPU types (the jobs on the pass's threads).
     #[inline(always)]
     pub(super) fn central_point_typed<const W: usize, const K: usize>(
         &mut self,
@@ -26,39 +27,55 @@ impl InteriorPoint {
         utilities: &[f64],
     ) {
         let rounds = width::<W>(inst);
-        let types = K;
-        let goods = rounds * types;
-        let (e, b, t, kk) = (&mut self.e, &mut self.b, &self.t, &mut self.k);
-        for k in 0..inst.buyers() {
-            let (x, y) = (row_mut(&mut e.x, k, goods), row_mut(&mut e.y, k, rounds));
-            let response = Response {
-                inst,
-                b: k,
-                rounds,
-                types,
-                p: &t.p[..goods],
-                mu,
-            };
-            let u = response.solve(utilities[k], x, y, &mut kk.level[..rounds]);
-            b.u[k] = u;
-            let a = row(&inst.a, k, goods);
-            let z = row_mut(&mut e.z, k, goods);
-            for j in 0..goods {
-                z[j] = if a[j] > 0.0 { mu / x[j] } else { 0.0 };
-            }
-            let v = row_mut(&mut e.v, k, rounds);
-            for tt in 0..rounds {
-                let live = (0..types).any(|j| a[j * rounds + tt] > 0.0);
-                v[tt] = if live { mu / y[tt] } else { 0.0 };
-            }
-            if inst.ceil[k].is_finite() {
-                b.r[k] = inst.ceil[k] - u;
-                b.beta[k] = mu / b.r[k];
-            } else {
-                b.r[k] = 1.0;
-                b.beta[k] = 0.0;
-            }
-        }
+        let goods = rounds * K;
+        let widths = Widths::of::<K>(rounds);
+        let part = Part::new(
+            (&mut self.e, &mut self.b, &mut self.k),
+            &mut self.out,
+            0..inst.buyers(),
+            widths,
+        );
+        let p = &self.t.p[..goods];
+        on_threads(
+            part.divide(self.split.threads, widths),
+            self.split.avx2,
+            #[inline(always)]
+            |part| {
+                let (e, b) = (part.e, part.b);
+                let mut level = vec![0.0; rounds];
+                for k in 0..part.jobs {
+                    let job = part.first + k;
+                    let (x, y) = (row_mut(e.x, k, goods), row_mut(e.y, k, rounds));
+                    let response = Response {
+                        inst,
+                        b: job,
+                        rounds,
+                        types: K,
+                        p,
+                        mu,
+                    };
+                    let u = response.solve(utilities[job], x, y, &mut level);
+                    b.u[k] = u;
+                    let a = row(&inst.a, job, goods);
+                    let z = row_mut(e.z, k, goods);
+                    for j in 0..goods {
+                        z[j] = if a[j] > 0.0 { mu / x[j] } else { 0.0 };
+                    }
+                    let v = row_mut(e.v, k, rounds);
+                    for tt in 0..rounds {
+                        let live = (0..K).any(|j| a[j * rounds + tt] > 0.0);
+                        v[tt] = if live { mu / y[tt] } else { 0.0 };
+                    }
+                    if inst.ceil[job].is_finite() {
+                        b.r[k] = inst.ceil[job] - u;
+                        b.beta[k] = mu / b.r[k];
+                    } else {
+                        b.r[k] = 1.0;
+                        b.beta[k] = 0.0;
+                    }
+                }
+            },
+        );
         self.central_slacks::<W, K>(inst, mu);
     }
 }

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from shockwave.bench.markets import ORACLE_ATTEMPTS
 from shockwave.cli import main
 
 
@@ -57,6 +58,7 @@ def test_bench_market_with_gpu_types_times_both_and_clarabel(
     assert record["one"]["converged"] and record["typed"]["converged"]
     assert record["ratio"] > 0
     assert record["clarabel"]["solve_ratio"] > 0  # cvxpy and Clarabel are test dependencies
+    assert record["clarabel"]["attempt"] in ORACLE_ATTEMPTS
 
 
 @pytest.mark.parametrize(

@@ -224,3 +224,41 @@ def test_types_match_clarabel(jobs: int, rounds: int, types: int, seed: int) -> 
 @given(markets(max_jobs=12, max_rounds=5, min_types=2, max_types=4))
 def test_small_random_markets_with_types_match_clarabel(market: Market) -> None:
     assert_types_match_oracle(market)
+
+
+@pytest.mark.parametrize("failing", [1, 2, 3])
+def test_oracle_tries_other_settings_where_clarabel_stops_short(
+    monkeypatch: pytest.MonkeyPatch, failing: int
+) -> None:
+    # Clarabel stops short with its defaults on some larger typed markets (InsufficientProgress,
+    # seen at 500 jobs); here the first `failing` runs are made to fail, the first by raising as
+    # Clarabel does, the others by returning without a solution, and the next attempt must solve
+    # the same program.
+    import cvxpy as cp
+
+    from shockwave.bench.markets import ORACLE_ATTEMPTS
+
+    market = random_typed_market(30, 6, 3, seed=5)
+    reference = oracle_solve(market, accuracy=1e-9)
+    assert reference.attempt == "default"
+    real_solve = cp.Problem.solve
+    runs: list[bool] = []
+
+    def flaky(problem: cp.Problem, *args: object, **kwargs: object) -> object:
+        runs.append(bool(kwargs.get("equilibrate_enable", True)))
+        if len(runs) == 1:
+            raise cp.error.SolverError("Solver 'CLARABEL' failed.")
+        if len(runs) <= failing:
+            return None  # the problem keeps no status: not solved
+        return real_solve(problem, *args, **kwargs)
+
+    monkeypatch.setattr(cp.Problem, "solve", flaky)
+    if failing == len(ORACLE_ATTEMPTS):
+        with pytest.raises(RuntimeError, match="did not solve"):
+            oracle_solve(market, accuracy=1e-9)
+        return
+    result = oracle_solve(market, accuracy=1e-9)
+    assert result.attempt == ORACLE_ATTEMPTS[failing]
+    assert runs == [True, False, True][: failing + 1]
+    assert abs(result.objective - reference.objective) <= 1e-7 * float(market.budgets.sum())
+    np.testing.assert_allclose(result.utilities, reference.utilities, rtol=1e-4, atol=1e-9)

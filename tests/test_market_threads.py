@@ -1,8 +1,9 @@
 """The market solve gives the same bits on any number of threads (issue 24).
 
-The interior-point passes split their work over threads (at least 128 jobs per thread), with one
-GPU type or several; the sums over jobs keep the single-threaded order, so shares, prices, gap and
-iteration counts are identical for 1, 2 and 7 threads.
+The interior-point passes, the proportional-response warm-up and the certificate split their work
+over threads (at least 128 jobs per thread), with one GPU type or several; the sums over jobs keep
+the single-threaded order, so shares, prices, gap and iteration counts are identical for 1, 2 and
+7 threads.
 """
 
 from __future__ import annotations
@@ -70,6 +71,21 @@ def test_any_number_of_threads_gives_the_same_bits(
             assert bits(market.solve(**m, tol=tol, threads=threads)) == bits(one), threads
             again = market.solve(**m, tol=tol, threads=threads, warm_start=warm)
             assert bits(again) == bits(one_warm), threads
+
+
+@pytest.mark.parametrize(("jobs", "seed"), [(300, 7), (1500, 8)])
+def test_proportional_response_alone_gives_the_same_bits(jobs: int, seed: int) -> None:
+    m = random_market(jobs, 20, 1, seed)
+    m["ceilings"] = np.where(np.arange(jobs) % 3 == 0, m["progress"] + 0.05, np.inf)
+    settings = {"method": "proportional_response", "tol": 1e-5, "max_iter": 60}
+    one = market.solve(**m, **settings, threads=1)
+    assert one.pr_iterations > 1
+    warm = market.shift_bids(one.bids, 1)
+    one_warm = market.solve(**m, **settings, threads=1, warm_start=warm)
+    for threads in (2, 7, 0):
+        assert bits(market.solve(**m, **settings, threads=threads)) == bits(one), threads
+        again = market.solve(**m, **settings, threads=threads, warm_start=warm)
+        assert bits(again) == bits(one_warm), threads
 
 
 @pytest.mark.parametrize("threads", [-1, market.MAX_SOLVER_THREADS + 1, 1.5, "2", True])

@@ -161,31 +161,44 @@ impl ProportionalResponse {
     /// Sum the bids, and the bids and gangs of the bidders capped at the current levels, per
     /// round (`bid_sum` only when `with_sum`).
     fn tally(&mut self, inst: &Instance, with_sum: bool) {
-        let rounds = inst.goods();
-        if with_sum {
-            self.bid_sum.fill(0.0);
-        }
-        self.capped_bids.fill(0.0);
-        self.capped_gangs.fill(0.0);
-        let (bid_sum, lambda) = (&mut self.bid_sum[..rounds], &self.lambda[..rounds]);
-        let capped_bids = &mut self.capped_bids[..rounds];
-        let capped_gangs = &mut self.capped_gangs[..rounds];
-        for b in 0..inst.buyers() {
-            let n = inst.n[b];
-            let a = &inst.a[inst.row(b)][..rounds];
-            let bids = &self.bids[inst.row(b)][..rounds];
-            if with_sum {
-                for t in 0..rounds {
-                    bid_sum[t] += bids[t];
+        let goods = inst.goods();
+        let good_runs = runs(goods, self.threads);
+        let sums = split_runs(&mut self.bid_sum[..goods], &good_runs, 1);
+        let capped_bids = split_runs(&mut self.capped_bids[..goods], &good_runs, 1);
+        let capped_gangs = split_runs(&mut self.capped_gangs[..goods], &good_runs, 1);
+        let (bids, lambda) = (&self.bids, &self.lambda);
+        let pieces = sums
+            .into_iter()
+            .zip(capped_bids.into_iter().zip(capped_gangs));
+        let tasks = good_runs.into_iter().zip(pieces);
+        run_all(
+            tasks.collect(),
+            |(run, (bid_sum, (capped_bids, capped_gangs)))| {
+                if with_sum {
+                    bid_sum.fill(0.0);
                 }
-            }
-            for t in 0..rounds {
-                // Non-short-circuit `&`: branch-free, so the loop vectorises.
-                let capped = (a[t] > 0.0) & (bids[t] >= n * lambda[t]);
-                capped_bids[t] += if capped { bids[t] } else { 0.0 };
-                capped_gangs[t] += if capped { n } else { 0.0 };
-            }
-        }
+                capped_bids.fill(0.0);
+                capped_gangs.fill(0.0);
+                let lambda = &lambda[run.clone()];
+                for b in 0..inst.buyers() {
+                    let n = inst.n[b];
+                    let row = inst.row(b);
+                    let a = &inst.a[row.clone()][run.clone()];
+                    let bids = &bids[row][run.clone()];
+                    if with_sum {
+                        for t in 0..run.len() {
+                            bid_sum[t] += bids[t];
+                        }
+                    }
+                    for t in 0..run.len() {
+                        // Non-short-circuit `&`: branch-free, so the loop vectorises.
+                        let capped = (a[t] > 0.0) & (bids[t] >= n * lambda[t]);
+                        capped_bids[t] += if capped { bids[t] } else { 0.0 };
+                        capped_gangs[t] += if capped { n } else { 0.0 };
+                    }
+                }
+            },
+        );
     }
 
     /// Water-fill every round for the current bids; sets `lambda`, `x` and `u`.
@@ -234,29 +247,32 @@ impl ProportionalResponse {
             }
         }
         let rounds = inst.goods();
-        let lambda = &self.lambda[..rounds];
-        for b in 0..inst.buyers() {
-            let n = inst.n[b];
-            let range = inst.row(b);
-            let (a, bids, x) = (
-                &inst.a[range.clone()][..rounds],
-                &self.bids[range.clone()][..rounds],
-                &mut self.x[range][..rounds],
-            );
-            let mut gain = 0.0;
-            for t in 0..rounds {
-                let level = lambda[t];
-                x[t] = if a[t] <= 0.0 {
-                    0.0
-                } else if level > 0.0 {
-                    (bids[t] / (n * level)).min(1.0)
-                } else {
-                    1.0
-                };
-                gain += a[t] * x[t];
+        let job_runs = runs(inst.buyers(), self.threads);
+        let shares = split_runs(&mut self.x[..inst.entries()], &job_runs, rounds);
+        let utilities = split_runs(&mut self.u[..inst.buyers()], &job_runs, 1);
+        let (bids, lambda) = (&self.bids, &self.lambda[..rounds]);
+        let tasks = job_runs.into_iter().zip(shares.into_iter().zip(utilities));
+        run_all(tasks.collect(), |(jobs, (shares, utilities))| {
+            let rows = shares.chunks_exact_mut(rounds.max(1));
+            for ((b, x), u) in jobs.zip(rows).zip(utilities.iter_mut()) {
+                let n = inst.n[b];
+                let range = inst.row(b);
+                let (a, bids) = (&inst.a[range.clone()], &bids[range]);
+                let mut gain = 0.0;
+                for t in 0..rounds {
+                    let level = lambda[t];
+                    x[t] = if a[t] <= 0.0 {
+                        0.0
+                    } else if level > 0.0 {
+                        (bids[t] / (n * level)).min(1.0)
+                    } else {
+                        1.0
+                    };
+                    gain += a[t] * x[t];
+                }
+                *u = inst.c[b] + gain;
             }
-            self.u[b] = inst.c[b] + gain;
-        }
+        });
     }
 
     /// [`Self::allocate`] with GPU types: levels and rents (see the module documentation), then
@@ -385,36 +401,43 @@ impl ProportionalResponse {
 
     /// The proportional-response update of the bids from the last allocation.
     pub fn rebid(&mut self, inst: &Instance) {
-        for b in 0..inst.buyers() {
-            let range = inst.row(b);
-            let u = self.u[b];
-            let gain = u - inst.c[b];
-            if std::mem::take(&mut self.warm_rows[b]) && inst.ceil[b].is_finite() && gain > 0.0 {
-                // A warm row at its ceiling spent less than its budget: resume from the budget its
-                // bids imply (spend = w' (u - c) / u) instead of overshooting with the full one.
-                let spend: f64 = self.bids[range.clone()].iter().sum();
-                self.budget[b] = (spend * u / gain).min(inst.w[b]);
+        let goods = inst.goods();
+        let job_runs = runs(inst.buyers(), self.threads);
+        let bids = split_runs(&mut self.bids[..inst.entries()], &job_runs, goods);
+        let budgets = split_runs(&mut self.budget[..], &job_runs, 1);
+        let warm_rows = split_runs(&mut self.warm_rows[..], &job_runs, 1);
+        let (x, utilities) = (&self.x, &self.u);
+        let tasks = job_runs
+            .into_iter()
+            .zip(bids.into_iter().zip(budgets.into_iter().zip(warm_rows)));
+        run_all(tasks.collect(), |(jobs, (bids, (budgets, warm_rows)))| {
+            let rows = bids.chunks_exact_mut(goods.max(1));
+            for (((b, bids), budget), warm) in jobs.zip(rows).zip(budgets).zip(warm_rows) {
+                let range = inst.row(b);
+                let u = utilities[b];
+                let gain = u - inst.c[b];
+                if std::mem::take(warm) && inst.ceil[b].is_finite() && gain > 0.0 {
+                    // A warm row at its ceiling spent less than its budget: resume from the
+                    // budget its bids imply (spend = w' (u - c) / u) instead of overshooting
+                    // with the full one.
+                    let spend: f64 = bids.iter().sum();
+                    *budget = (spend * u / gain).min(inst.w[b]);
+                }
+                if inst.ceil[b].is_finite() && gain > 0.0 {
+                    *budget = (*budget * (inst.ceil[b] - inst.c[b]) / gain).min(inst.w[b]);
+                }
+                let factor = *budget / u;
+                let floor = BID_FLOOR * inst.w[b];
+                let (a, x) = (&inst.a[range.clone()], &x[range]);
+                for t in 0..goods {
+                    bids[t] = if a[t] > 0.0 {
+                        (factor * a[t] * x[t]).max(floor)
+                    } else {
+                        0.0
+                    };
+                }
             }
-            if inst.ceil[b].is_finite() && gain > 0.0 {
-                self.budget[b] =
-                    (self.budget[b] * (inst.ceil[b] - inst.c[b]) / gain).min(inst.w[b]);
-            }
-            let factor = self.budget[b] / u;
-            let floor = BID_FLOOR * inst.w[b];
-            let rounds = inst.goods();
-            let (a, x, bids) = (
-                &inst.a[range.clone()][..rounds],
-                &self.x[range.clone()][..rounds],
-                &mut self.bids[range][..rounds],
-            );
-            for t in 0..rounds {
-                bids[t] = if a[t] > 0.0 {
-                    (factor * a[t] * x[t]).max(floor)
-                } else {
-                    0.0
-                };
-            }
-        }
+        });
     }
 }
 

@@ -167,8 +167,8 @@ impl PySolverSettings {
         self.inner.warmup_iterations
     }
 
-    /// Threads for the interior-point method's passes (0: one per core; the same bits for any
-    /// number).
+    /// Threads for the passes over the jobs (interior point, proportional response, certificate;
+    /// 0: one per core; the same bits for any number).
     #[getter]
     fn threads(&self) -> usize {
         self.inner.threads

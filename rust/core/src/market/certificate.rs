@@ -101,7 +101,8 @@ fn project_goods(
         let mut terms = Vec::with_capacity(jobs.len());
         let rows = rows.chunks_exact_mut(goods.max(1));
         for ((b, out), u) in jobs.zip(rows).zip(utilities.iter_mut()) {
-            let (a, x) = (&inst.a[inst.row(b)], &x[inst.row(b)]);
+            let (a, x) = (&inst.a[inst.row(b)][..goods], &x[inst.row(b)][..goods]);
+            let (out, demand) = (&mut out[..goods], &demand[..goods]);
             let mut gain = 0.0;
             for t in 0..goods {
                 out[t] = x[t].clamp(0.0, 1.0) * demand[t];

@@ -204,7 +204,8 @@ impl PreparedMarket {
             Some(bids) => Some(normalised_bids(inst, bids)?),
             None => None,
         };
-        // Threads of the interior point's passes and of the certificate (both methods).
+        // Threads of the passes over the jobs: the interior point's, proportional response's and
+        // the certificate's.
         let threads = crate::threads::thread_count(
             settings.threads,
             inst.buyers(),

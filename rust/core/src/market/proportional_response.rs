@@ -179,18 +179,22 @@ impl ProportionalResponse {
                 }
                 capped_bids.fill(0.0);
                 capped_gangs.fill(0.0);
-                let lambda = &lambda[run.clone()];
+                // (every row cut to the run's length, so that the loops vectorise)
+                let len = run.len();
+                let (lambda, bid_sum) = (&lambda[run.clone()][..len], &mut bid_sum[..len]);
+                let (capped_bids, capped_gangs) =
+                    (&mut capped_bids[..len], &mut capped_gangs[..len]);
                 for b in 0..inst.buyers() {
                     let n = inst.n[b];
                     let row = inst.row(b);
-                    let a = &inst.a[row.clone()][run.clone()];
-                    let bids = &bids[row][run.clone()];
+                    let a = &inst.a[row.clone()][run.clone()][..len];
+                    let bids = &bids[row][run.clone()][..len];
                     if with_sum {
-                        for t in 0..run.len() {
+                        for t in 0..len {
                             bid_sum[t] += bids[t];
                         }
                     }
-                    for t in 0..run.len() {
+                    for t in 0..len {
                         // Non-short-circuit `&`: branch-free, so the loop vectorises.
                         let capped = (a[t] > 0.0) & (bids[t] >= n * lambda[t]);
                         capped_bids[t] += if capped { bids[t] } else { 0.0 };
@@ -257,7 +261,8 @@ impl ProportionalResponse {
             for ((b, x), u) in jobs.zip(rows).zip(utilities.iter_mut()) {
                 let n = inst.n[b];
                 let range = inst.row(b);
-                let (a, bids) = (&inst.a[range.clone()], &bids[range]);
+                let (a, bids) = (&inst.a[range.clone()][..rounds], &bids[range][..rounds]);
+                let x = &mut x[..rounds];
                 let mut gain = 0.0;
                 for t in 0..rounds {
                     let level = lambda[t];
@@ -428,7 +433,8 @@ impl ProportionalResponse {
                 }
                 let factor = *budget / u;
                 let floor = BID_FLOOR * inst.w[b];
-                let (a, x) = (&inst.a[range.clone()], &x[range]);
+                let (a, x) = (&inst.a[range.clone()][..goods], &x[range][..goods]);
+                let bids = &mut bids[..goods];
                 for t in 0..goods {
                     bids[t] = if a[t] > 0.0 {
                         (factor * a[t] * x[t]).max(floor)

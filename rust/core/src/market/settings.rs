@@ -70,11 +70,12 @@ pub struct SolverSettings {
     /// time; default `true`). The results are the same bits either way: `false` is for checking
     /// that and for measuring the gain.
     pub simd: bool,
-    /// Threads for the interior-point method's passes (one GPU type or several); 0: one per
-    /// available core; default 1 (on a two-core machine shared with other work, two threads were
-    /// measured up to 3x slower than one: `benches/README.md`, issue 24). Markets with fewer
-    /// than 128 jobs per thread use fewer threads. The results are the same bits for any number
-    /// (at most [`MAX_THREADS`]).
+    /// Threads for the passes over the jobs (the interior-point method's, proportional
+    /// response's and the certificate's; one GPU type or several); 0: one per available core;
+    /// default 1 (on a two-core machine shared with other work, two threads were measured up to
+    /// 3x slower than one: `benches/README.md`, issue 24). Markets with fewer than 128 jobs per
+    /// thread use fewer threads. The results are the same bits for any number (at most
+    /// [`MAX_THREADS`]).
     pub threads: usize,
 }
 

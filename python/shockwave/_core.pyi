@@ -244,7 +244,8 @@ class SolverSettings:
         """Proportional-response iterations before the interior-point method (None: automatic)."""
     @property
     def threads(self) -> int:
-        """Threads of the interior-point passes (0: one per core; the same bits for any number)."""
+        """Threads of the passes over the jobs (interior point, proportional response, certificate;
+        0: one per core; the same bits for any number)."""
 
 @final
 class MarketSolution:

@@ -315,10 +315,11 @@ def solve(
             :data:`Method`; one GPU type only).
         warmup_iterations: proportional-response iterations that find the starting prices of the
             interior-point method (``None``: 5 from a cold start, 1 from a warm start).
-        threads: threads of the interior-point method's passes (one GPU type or several), 0
+        threads: threads of the solve's passes over the jobs (the interior-point method's, the
+            proportional-response iterations' and the certificate's; one GPU type or several), 0
             to :data:`MAX_SOLVER_THREADS`; 0 is one per available core, the default 1 (on a
             two-core machine shared with other work two threads measured up to 3x slower than
-            one; on an idle one 1.3x to 1.5x faster: ``benches/README.md``, issue 24). Markets
+            one; on an idle one 1.2x to 1.6x faster: ``benches/README.md``, issue 24). Markets
             with fewer than 128 jobs per thread use fewer threads. The result is the same bits
             for any number.
 

@@ -99,10 +99,10 @@ fn project_goods(
     let tasks = job_runs.into_iter().zip(rows.into_iter().zip(utilities));
     let terms = map_all(tasks.collect(), |(jobs, (rows, utilities))| {
         let mut terms = Vec::with_capacity(jobs.len());
-        let rows = rows.chunks_exact_mut(goods.max(1));
-        for ((b, out), u) in jobs.zip(rows).zip(utilities.iter_mut()) {
+        for (k, u) in utilities.iter_mut().enumerate() {
+            let b = jobs.start + k;
             let (a, x) = (&inst.a[inst.row(b)][..goods], &x[inst.row(b)][..goods]);
-            let (out, demand) = (&mut out[..goods], &demand[..goods]);
+            let (out, demand) = (&mut rows[k * goods..][..goods], &demand[..goods]);
             let mut gain = 0.0;
             for t in 0..goods {
                 out[t] = x[t].clamp(0.0, 1.0) * demand[t];

@@ -179,27 +179,18 @@ impl ProportionalResponse {
                 }
                 capped_bids.fill(0.0);
                 capped_gangs.fill(0.0);
-                // (every row cut to the run's length, so that the loops vectorise)
                 let len = run.len();
                 let (lambda, bid_sum) = (&lambda[run.clone()][..len], &mut bid_sum[..len]);
                 let (capped_bids, capped_gangs) =
                     (&mut capped_bids[..len], &mut capped_gangs[..len]);
                 for b in 0..inst.buyers() {
-                    let n = inst.n[b];
                     let row = inst.row(b);
                     let a = &inst.a[row.clone()][run.clone()][..len];
                     let bids = &bids[row][run.clone()][..len];
                     if with_sum {
-                        for t in 0..len {
-                            bid_sum[t] += bids[t];
-                        }
+                        add_to(bid_sum, bids);
                     }
-                    for t in 0..len {
-                        // Non-short-circuit `&`: branch-free, so the loop vectorises.
-                        let capped = (a[t] > 0.0) & (bids[t] >= n * lambda[t]);
-                        capped_bids[t] += if capped { bids[t] } else { 0.0 };
-                        capped_gangs[t] += if capped { n } else { 0.0 };
-                    }
+                    add_capped(inst.n[b], (a, bids, lambda), capped_bids, capped_gangs);
                 }
             },
         );
@@ -257,25 +248,13 @@ impl ProportionalResponse {
         let (bids, lambda) = (&self.bids, &self.lambda[..rounds]);
         let tasks = job_runs.into_iter().zip(shares.into_iter().zip(utilities));
         run_all(tasks.collect(), |(jobs, (shares, utilities))| {
-            let rows = shares.chunks_exact_mut(rounds.max(1));
-            for ((b, x), u) in jobs.zip(rows).zip(utilities.iter_mut()) {
+            for (k, u) in utilities.iter_mut().enumerate() {
+                let b = jobs.start + k;
                 let n = inst.n[b];
                 let range = inst.row(b);
-                let (a, bids) = (&inst.a[range.clone()][..rounds], &bids[range][..rounds]);
-                let x = &mut x[..rounds];
-                let mut gain = 0.0;
-                for t in 0..rounds {
-                    let level = lambda[t];
-                    x[t] = if a[t] <= 0.0 {
-                        0.0
-                    } else if level > 0.0 {
-                        (bids[t] / (n * level)).min(1.0)
-                    } else {
-                        1.0
-                    };
-                    gain += a[t] * x[t];
-                }
-                *u = inst.c[b] + gain;
+                let (a, bids) = (&inst.a[range.clone()], &bids[range]);
+                let x = &mut shares[k * rounds..][..rounds];
+                *u = inst.c[b] + water_filled(n, (a, bids, lambda), x);
             }
         });
     }
@@ -416,9 +395,10 @@ impl ProportionalResponse {
             .into_iter()
             .zip(bids.into_iter().zip(budgets.into_iter().zip(warm_rows)));
         run_all(tasks.collect(), |(jobs, (bids, (budgets, warm_rows)))| {
-            let rows = bids.chunks_exact_mut(goods.max(1));
-            for (((b, bids), budget), warm) in jobs.zip(rows).zip(budgets).zip(warm_rows) {
+            for (k, (budget, warm)) in budgets.iter_mut().zip(warm_rows).enumerate() {
+                let b = jobs.start + k;
                 let range = inst.row(b);
+                let bids = &mut bids[k * goods..][..goods];
                 let u = utilities[b];
                 let gain = u - inst.c[b];
                 if std::mem::take(warm) && inst.ceil[b].is_finite() && gain > 0.0 {
@@ -433,17 +413,77 @@ impl ProportionalResponse {
                 }
                 let factor = *budget / u;
                 let floor = BID_FLOOR * inst.w[b];
-                let (a, x) = (&inst.a[range.clone()][..goods], &x[range][..goods]);
-                let bids = &mut bids[..goods];
-                for t in 0..goods {
-                    bids[t] = if a[t] > 0.0 {
-                        (factor * a[t] * x[t]).max(floor)
-                    } else {
-                        0.0
-                    };
-                }
+                rebid_row((factor, floor), (&inst.a[range.clone()], &x[range]), bids);
             }
         });
+    }
+}
+
+/// A bidder's shares at the levels `lambda` (gang `n`), written to `x`; returns its gain `a.x`.
+/// (This and the next are functions, so that the compiler knows the rows apart and vectorises
+/// without checking for overlap on every job.)
+#[inline(always)]
+fn water_filled(n: f64, (a, bids, lambda): (&[f64], &[f64], &[f64]), x: &mut [f64]) -> f64 {
+    let len = x.len();
+    let (a, bids, lambda) = (&a[..len], &bids[..len], &lambda[..len]);
+    let mut gain = 0.0;
+    for t in 0..len {
+        let level = lambda[t];
+        x[t] = if a[t] <= 0.0 {
+            0.0
+        } else if level > 0.0 {
+            (bids[t] / (n * level)).min(1.0)
+        } else {
+            1.0
+        };
+        gain += a[t] * x[t];
+    }
+    gain
+}
+
+/// A bidder's new bids: `factor a x`, at least `floor`, where it can buy.
+#[inline(always)]
+fn rebid_row((factor, floor): (f64, f64), (a, x): (&[f64], &[f64]), bids: &mut [f64]) {
+    let len = bids.len();
+    let (a, x) = (&a[..len], &x[..len]);
+    for t in 0..len {
+        bids[t] = if a[t] > 0.0 {
+            (factor * a[t] * x[t]).max(floor)
+        } else {
+            0.0
+        };
+    }
+}
+
+/// `sums += values`, entry by entry.
+#[inline(always)]
+fn add_to(sums: &mut [f64], values: &[f64]) {
+    for (sum, &value) in sums.iter_mut().zip(values) {
+        *sum += value;
+    }
+}
+
+/// A bidder's part of [`ProportionalResponse::tally`]: its bids and gang on the rounds where it
+/// is capped at the levels `lambda` (gang `n`), added to `capped_bids` and `capped_gangs`.
+#[inline(always)]
+fn add_capped(
+    n: f64,
+    (a, bids, lambda): (&[f64], &[f64], &[f64]),
+    capped_bids: &mut [f64],
+    capped_gangs: &mut [f64],
+) {
+    let len = capped_bids.len();
+    let (a, bids, lambda, capped_gangs) = (
+        &a[..len],
+        &bids[..len],
+        &lambda[..len],
+        &mut capped_gangs[..len],
+    );
+    for t in 0..len {
+        // Non-short-circuit `&`: branch-free, so the loop vectorises.
+        let capped = (a[t] > 0.0) & (bids[t] >= n * lambda[t]);
+        capped_bids[t] += if capped { bids[t] } else { 0.0 };
+        capped_gangs[t] += if capped { n } else { 0.0 };
     }
 }
 

@@ -347,14 +347,14 @@ impl<'a> Part<'a> {
         )
     }
 
-    /// Split into `threads` runs of consecutive jobs of (nearly) equal length.
+    /// Split into `threads` runs of consecutive jobs of (nearly) equal length
+    /// ([`crate::threads::runs`]).
     pub(super) fn divide(self, threads: usize, widths: Widths) -> Vec<Self> {
-        let threads = threads.clamp(1, self.jobs.max(1));
-        let mut parts = Vec::with_capacity(threads);
+        let runs = crate::threads::runs(self.jobs, threads);
+        let mut parts = Vec::with_capacity(runs.len());
         let mut rest = self;
-        for left in (1..=threads).rev() {
-            let take = rest.jobs.div_ceil(left);
-            let (part, tail) = rest.split_at(take, widths, true);
+        for run in runs {
+            let (part, tail) = rest.split_at(run.len(), widths, true);
             parts.push(part);
             rest = tail;
         }

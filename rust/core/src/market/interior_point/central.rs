@@ -47,13 +47,7 @@ impl InteriorPoint {
                         z[j] = if live { mu / x[j] } else { 0.0 };
                         v[j] = if live { mu / y[j] } else { 0.0 };
                     }
-                    if inst.ceil[job].is_finite() {
-                        b.r[k] = inst.ceil[job] - u;
-                        b.beta[k] = mu / b.r[k];
-                    } else {
-                        b.r[k] = 1.0;
-                        b.beta[k] = 0.0;
-                    }
+                    (b.r[k], b.beta[k]) = central_ceiling(inst.ceil[job], u, mu);
                 }
             },
         );
@@ -103,6 +97,18 @@ impl InteriorPoint {
                 t.s[tt] = inst.supply[tt];
             }
         }
+    }
+}
+
+/// A central point's ceiling slack and multiplier for a job of utility `u` and ceiling `ceil`
+/// (`r beta = mu`; `1` and `0` without a ceiling).
+#[inline(always)]
+pub(super) fn central_ceiling(ceil: f64, u: f64, mu: f64) -> (f64, f64) {
+    if ceil.is_finite() {
+        let r = ceil - u;
+        (r, mu / r)
+    } else {
+        (1.0, 0.0)
     }
 }
 

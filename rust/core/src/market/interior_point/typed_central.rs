@@ -11,6 +11,7 @@
 
 use super::super::instance::{best_per_round, Instance};
 use super::super::linalg::lanes::{row, row_mut};
+use super::central::central_ceiling;
 use super::parts::{on_threads, Part, Widths};
 use super::{width, InteriorPoint};
 
@@ -66,13 +67,7 @@ impl InteriorPoint {
                         let live = (0..K).any(|j| a[j * rounds + tt] > 0.0);
                         v[tt] = if live { mu / y[tt] } else { 0.0 };
                     }
-                    if inst.ceil[job].is_finite() {
-                        b.r[k] = inst.ceil[job] - u;
-                        b.beta[k] = mu / b.r[k];
-                    } else {
-                        b.r[k] = 1.0;
-                        b.beta[k] = 0.0;
-                    }
+                    (b.r[k], b.beta[k]) = central_ceiling(inst.ceil[job], u, mu);
                 }
             },
         );

@@ -9,6 +9,7 @@ use super::job_model::JobModel;
 use super::observations::{JobSpec, ProgressUpdate, ThroughputSample};
 use super::parallel::{thread_count, Task};
 use super::settings::{Estimator, ModelSettings};
+use crate::threads::split_runs;
 
 /// Predictions for a set of jobs, in the order requested.
 #[derive(Debug, Clone, PartialEq)]
@@ -383,37 +384,27 @@ fn predict_jobs(
             &format!("valuations of {n} jobs x {num_rounds} rounds"),
         )?,
     };
-    let threads = thread_count(settings.threads, n);
-    let chunk = n.div_ceil(threads).max(1);
-    // Split the outputs into one disjoint task per thread.
-    let mut tasks = Vec::with_capacity(threads);
-    let (mut j_rest, mut m_rest, mut s_rest, mut o_rest, mut v_rest) = (
-        jobs,
-        &mut out.mean[..],
-        &mut out.std[..],
-        &mut out.offsets[..],
-        &mut out.valuations[..],
-    );
-    while !j_rest.is_empty() {
-        let take = chunk.min(j_rest.len());
-        let split = j_rest.split_at_checked(take).zip(
-            m_rest
-                .split_at_mut_checked(take)
-                .zip(s_rest.split_at_mut_checked(take))
-                .zip(o_rest.split_at_mut_checked(take))
-                .zip(v_rest.split_at_mut_checked(take * num_rounds)),
-        );
-        let Some(((j, j2), ((((m, m2), (s, s2)), (o, o2)), (v, v2)))) = split else {
+    // One disjoint task per run of jobs (`crate::threads::runs`).
+    let runs = crate::threads::runs(n, thread_count(settings.threads, n));
+    let pieces = split_runs(&mut out.mean, &runs, 1)
+        .into_iter()
+        .zip(split_runs(&mut out.std, &runs, 1))
+        .zip(split_runs(&mut out.offsets, &runs, 1))
+        .zip(split_runs(&mut out.valuations, &runs, num_rounds));
+    let mut tasks = Vec::with_capacity(runs.len());
+    let mut j_rest = jobs;
+    for (run, (((mean, std), offsets), valuations)) in runs.iter().zip(pieces) {
+        let Some((j, j2)) = j_rest.split_at_checked(run.len()) else {
             return Err(AdaptationError::new("predict", "inconsistent output sizes"));
         };
         tasks.push(Task {
             jobs: j,
-            mean: m,
-            std: s,
-            offsets: o,
-            valuations: v,
+            mean,
+            std,
+            offsets,
+            valuations,
         });
-        (j_rest, m_rest, s_rest, o_rest, v_rest) = (j2, m2, s2, o2, v2);
+        j_rest = j2;
     }
     let run = |task: Task<'_, '_>| task.run(estimator, settings, num_rounds, round_seconds);
     for result in crate::threads::map_all(tasks, run) {

@@ -90,15 +90,7 @@ impl<'a> RowInverse<'a> {
     /// without a dominant entry).
     #[inline(always)]
     fn others_of_dominant(&self, terms: &mut [f64]) -> f64 {
-        let jd = self.dominant;
-        if jd < terms.len() {
-            let own = std::mem::replace(&mut terms[jd], 0.0);
-            let others = lane_sum(terms);
-            terms[jd] = own;
-            others
-        } else {
-            0.0
-        }
+        sum_without(terms, self.dominant)
     }
 
     /// The dominant entry's output from its directly summed `L` and `R`.
@@ -160,4 +152,19 @@ pub(super) fn dominant_entry(q: &[f64], kappa: f64) -> usize {
         }
     }
     best
+}
+
+/// The sum of `terms` without entry `skip`, summed directly (`lane_sum` with that entry set to 0,
+/// then restored); 0 when `skip` is past the end (no dominant entry). Total minus the entry's own
+/// term would cancel where it holds most of the total.
+#[inline(always)]
+pub(super) fn sum_without(terms: &mut [f64], skip: usize) -> f64 {
+    if skip < terms.len() {
+        let own = std::mem::replace(&mut terms[skip], 0.0);
+        let others = lane_sum(terms);
+        terms[skip] = own;
+        others
+    } else {
+        0.0
+    }
 }

@@ -61,6 +61,7 @@ use super::super::instance::Instance;
 use super::super::linalg::lanes::{lane_dot, lane_sum, row, row_mut};
 use super::parts::{EntryRows, Part, SCALARS};
 use super::passes::{ceiling_corrector, ceiling_predictor, kappa_terms, utility_terms};
+use super::row_inverse::sum_without;
 use super::state::{Pass, Pending};
 use super::{live, width};
 
@@ -152,14 +153,7 @@ impl<'a, const K: usize> SlotInverse<'a, K> {
 #[inline(always)]
 fn rests(per_round: &mut [f64], dominant: usize) -> f64 {
     let total = lane_sum(per_round);
-    let others_of_dominant = if dominant < per_round.len() {
-        let own = std::mem::replace(&mut per_round[dominant], 0.0);
-        let others = lane_sum(per_round);
-        per_round[dominant] = own;
-        others
-    } else {
-        0.0
-    };
+    let others_of_dominant = sum_without(per_round, dominant);
     for p in per_round.iter_mut() {
         *p = total - *p;
     }

@@ -12,6 +12,10 @@
 //! where the pass applies one (the same work, the state unchanged), compiled with AVX2 as the
 //! solver runs it. The bound: the pass's per-entry arrays (read and written) at the rate of a
 //! plain streaming sum over all of the method's per-entry arrays (the same working set).
+//!
+//! `iteration_floor` measures the least memory traffic of one iteration whatever the passes'
+//! layout (three sweeps, the state read in each and written in one), per entry, at the sizes of
+//! the benchmarks and of the 100,000-job run's largest markets.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
@@ -34,6 +38,20 @@ fn median(repeats: usize, mut work: impl FnMut()) -> f64 {
         .collect();
     times.sort_by(f64::total_cmp);
     times[repeats / 2]
+}
+
+/// A plain sum in sixteen lanes: four vectors of additions in flight, so that it runs at the
+/// rate the memory delivers the values, not at the adder's latency (the solver's four-lane
+/// `lane_sum` waits on its additions when the values are in cache).
+#[inline(always)]
+fn stream_sum(values: &[f64]) -> f64 {
+    let mut lanes = [0.0f64; 16];
+    for chunk in values.chunks_exact(16) {
+        for l in 0..16 {
+            lanes[l] += chunk[l];
+        }
+    }
+    lanes.iter().sum()
 }
 
 /// Nanoseconds per entry of each pass, and of a streaming sum per 8-byte value.
@@ -85,7 +103,7 @@ unsafe fn measure<const K: usize>(
     // The working set: the valuations and the ten per-entry arrays.
     let bytes: Vec<f64> = vec![1.0; 11 * inst.entries()];
     let t = median(repeats, || {
-        black_box(super::super::linalg::lanes::lane_sum(black_box(&bytes)));
+        black_box(stream_sum(black_box(&bytes)));
     });
     rows.push((
         "streaming sum, per 8-byte value",
@@ -141,6 +159,83 @@ fn pass_costs() {
                     ns / (arrays as f64 * stream)
                 );
             }
+        }
+    }
+}
+
+/// One interior-point iteration's least memory traffic, whatever the passes' layout: three
+/// sweeps over the entries (before the predictor's, the corrector's and the next iteration's
+/// steps, each of which needs a price step solved over every job), each reading at least the
+/// valuations and the four per-entry variables `x, y, z, v` the method keeps (their bits: `y` is
+/// not `1 - x`), one of them writing the four back. Sixteen lanes, so that neither sweep waits
+/// on its additions. Returns a value that depends on every entry.
+#[allow(unsafe_code)]
+#[target_feature(enable = "avx2")]
+unsafe fn floor_sweeps(a: &[f64], state: [&mut [f64]; 4], step: f64) -> f64 {
+    let [x, y, z, v] = state;
+    let len = a.len();
+    let (x, y, z, v) = (&mut x[..len], &mut y[..len], &mut z[..len], &mut v[..len]);
+    let mut lanes = [0.0f64; 16];
+    for _ in 0..2 {
+        let chunks = a
+            .chunks_exact(16)
+            .zip(x.chunks_exact(16))
+            .zip(y.chunks_exact(16))
+            .zip(z.chunks_exact(16))
+            .zip(v.chunks_exact(16));
+        for ((((a, x), y), z), v) in chunks {
+            for l in 0..16 {
+                lanes[l] += (a[l] + x[l]) + (y[l] + z[l]) + v[l];
+            }
+        }
+    }
+    let (up, down) = (1.0 + step, 1.0 - step);
+    for ((((&a, x), y), z), v) in a.iter().zip(x).zip(y).zip(z).zip(v) {
+        let d = step * a;
+        *x += d;
+        *y -= d;
+        *z *= up;
+        *v *= down;
+    }
+    lanes.iter().sum()
+}
+
+#[test]
+#[ignore = "a measurement: run with --release --ignored --nocapture"]
+#[allow(unsafe_code)]
+fn iteration_floor() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        return;
+    }
+    for jobs in [500, 1_000, 10_000, 65_659] {
+        let entries = jobs * 20;
+        let a: Vec<f64> = (0..entries).map(|e| 1.0 + (e % 7) as f64).collect();
+        let mut state: Vec<Vec<f64>> = (0..4).map(|_| vec![0.5; entries]).collect();
+        let repeats = (40_000_000 / entries).max(11);
+        for threads in [1, 2] {
+            let runs = crate::threads::runs(entries, threads);
+            let t = median(repeats, || {
+                let [x, y, z, v] = &mut state[..] else {
+                    unreachable!()
+                };
+                let pieces: Vec<_> = crate::threads::split_runs(x, &runs, 1)
+                    .into_iter()
+                    .zip(crate::threads::split_runs(y, &runs, 1))
+                    .zip(crate::threads::split_runs(z, &runs, 1))
+                    .zip(crate::threads::split_runs(v, &runs, 1))
+                    .zip(runs.iter().cloned())
+                    .collect();
+                let sums = crate::threads::map_all(pieces, |((((x, y), z), v), run)| {
+                    // SAFETY: the CPU has AVX2 (checked above).
+                    unsafe { floor_sweeps(&a[run], [x, y, z, v], black_box(0.0)) }
+                });
+                black_box(sums);
+            });
+            println!(
+                "N = {jobs}, T = 20, {threads} thread(s): one iteration's least traffic \
+                 (3 sweeps x 5 arrays read, 4 written) {:6.2} ns per entry",
+                t * 1e9 / entries as f64
+            );
         }
     }
 }

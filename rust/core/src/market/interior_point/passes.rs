@@ -197,39 +197,58 @@ impl InteriorPoint {
                 |(((((rp, r0), rtau), block), schur), run)| {
                     let goods = super::goods::<W, K>(inst);
                     let sums = [rp, r0, rtau, block, schur];
-                    privately(private, sums, |[rp, r0, rtau, block, schur]| {
-                        for (k, job) in chunk.clone().enumerate() {
-                            let n = inst.n[job];
-                            let x = &row(&e.x, job, goods)[run.clone()];
-                            let o1 = &row(&out.o1, k, goods)[run.clone()];
-                            let o2 = &row(&out.o2, k, goods)[run.clone()];
-                            for j in 0..run.len() {
-                                rp[j] += n * x[j];
-                                r0[j] += n * o1[j];
-                                rtau[j] += n * o2[j];
-                            }
-                            let o3 = &row(&out.o3, k, goods * K)[run.start * K..run.end * K];
-                            for j in 0..o3.len() {
-                                block[j] += o3[j];
-                            }
-                        }
-                        let rank_ones = (schur, run);
-                        if K == 1 {
-                            // d = a / sigma
-                            subtract_rank_ones::<W>(inst, b, chunk.clone(), rank_ones, |d, job| {
-                                let (a, isig) =
-                                    (row(&inst.a, job, goods), row(&e.isig, job, goods));
-                                for tt in 0..goods {
-                                    d[tt] = a[tt] * isig[tt];
+                    privately(
+                        private,
+                        sums,
+                        #[inline(always)]
+                        |[rp, r0, rtau, block, schur]| {
+                            for (k, job) in chunk.clone().enumerate() {
+                                let n = inst.n[job];
+                                let x = &row(&e.x, job, goods)[run.clone()];
+                                let o1 = &row(&out.o1, k, goods)[run.clone()];
+                                let o2 = &row(&out.o2, k, goods)[run.clone()];
+                                for j in 0..run.len() {
+                                    rp[j] += n * x[j];
+                                    r0[j] += n * o1[j];
+                                    rtau[j] += n * o2[j];
                                 }
-                            });
-                        } else {
-                            // d = B^{-1} a
-                            subtract_rank_ones::<0>(inst, b, chunk.clone(), rank_ones, |d, job| {
-                                d.copy_from_slice(row(&kk.hata, job, goods));
-                            });
-                        }
-                    });
+                                let o3 = &row(&out.o3, k, goods * K)[run.start * K..run.end * K];
+                                for j in 0..o3.len() {
+                                    block[j] += o3[j];
+                                }
+                            }
+                            let rank_ones = (schur, run);
+                            if K == 1 {
+                                // d = a / sigma
+                                subtract_rank_ones::<W>(
+                                    inst,
+                                    b,
+                                    chunk.clone(),
+                                    rank_ones,
+                                    #[inline(always)]
+                                    |d, job| {
+                                        let (a, isig) =
+                                            (row(&inst.a, job, goods), row(&e.isig, job, goods));
+                                        for tt in 0..goods {
+                                            d[tt] = a[tt] * isig[tt];
+                                        }
+                                    },
+                                );
+                            } else {
+                                // d = B^{-1} a
+                                subtract_rank_ones::<0>(
+                                    inst,
+                                    b,
+                                    chunk.clone(),
+                                    rank_ones,
+                                    #[inline(always)]
+                                    |d, job| {
+                                        d.copy_from_slice(row(&kk.hata, job, goods));
+                                    },
+                                );
+                            }
+                        },
+                    );
                 },
             );
         }
@@ -337,21 +356,26 @@ impl InteriorPoint {
                 #[inline(always)]
                 |((flow, rcorr), run)| {
                     let goods = super::goods::<W, K>(inst);
-                    privately(private, [flow, rcorr], |[flow, rcorr]| {
-                        for (k, job) in chunk.clone().enumerate() {
-                            let n = inst.n[job];
-                            let dx = &row(&out.o1, k, goods)[run.clone()];
-                            for j in 0..run.len() {
-                                flow[j] += n * dx[j];
-                            }
-                            if pass == Pass::Predictor {
-                                let dx = &row(&out.o2, k, goods)[run.clone()];
+                    privately(
+                        private,
+                        [flow, rcorr],
+                        #[inline(always)]
+                        |[flow, rcorr]| {
+                            for (k, job) in chunk.clone().enumerate() {
+                                let n = inst.n[job];
+                                let dx = &row(&out.o1, k, goods)[run.clone()];
                                 for j in 0..run.len() {
-                                    rcorr[j] += n * dx[j];
+                                    flow[j] += n * dx[j];
+                                }
+                                if pass == Pass::Predictor {
+                                    let dx = &row(&out.o2, k, goods)[run.clone()];
+                                    for j in 0..run.len() {
+                                        rcorr[j] += n * dx[j];
+                                    }
                                 }
                             }
-                        }
-                    });
+                        },
+                    );
                 },
             );
         }

@@ -16,6 +16,7 @@
 //! - [`limits`]: checks of input-chosen sizes against the machine's memory, before allocating.
 
 pub mod adaptation;
+mod buffers;
 pub mod error;
 pub mod job_sums;
 pub mod limits;

@@ -26,6 +26,7 @@
 
 use super::instance::Instance;
 use super::proportional_response::one_gang_per_round;
+use crate::buffers::Buffer;
 use crate::threads::{map_all, run_all, runs, split_runs};
 
 /// Scale `x` to a feasible plan: a job holding more than one gang in a round (over the types) has
@@ -317,19 +318,19 @@ pub(crate) struct Incumbent {
     /// Objective of `shares`.
     pub primal: f64,
     /// Feasible shares per entry.
-    pub shares: Vec<f64>,
+    pub shares: Buffer,
     /// Utilities of `shares` per buyer (scaled units).
     pub utilities: Vec<f64>,
     /// Lowest dual bound seen.
     pub dual: f64,
     /// Prices that gave `dual`.
     pub prices: Vec<f64>,
-    candidate: Vec<f64>,
+    candidate: Buffer,
     candidate_u: Vec<f64>,
     demand: Vec<f64>,
     scratch: DualScratch,
     /// With types: the plan held to one gang per round, before the goods' projection.
-    plan: Vec<f64>,
+    plan: Buffer,
     /// Threads of the projection and the dual bound (resolved: at least 1).
     threads: usize,
 }
@@ -339,15 +340,15 @@ impl Incumbent {
     pub fn new(inst: &Instance, threads: usize) -> Self {
         Self {
             primal: f64::NEG_INFINITY,
-            shares: vec![0.0; inst.entries()],
+            shares: Buffer::zeroed(inst.entries()),
             utilities: inst.c.clone(),
             dual: f64::INFINITY,
             prices: vec![0.0; inst.goods()],
-            candidate: vec![0.0; inst.entries()],
+            candidate: Buffer::zeroed(inst.entries()),
             candidate_u: vec![0.0; inst.buyers()],
             demand: vec![0.0; inst.goods()],
             scratch: DualScratch::new(inst),
-            plan: Vec::new(),
+            plan: Buffer::default(),
             threads: threads.max(1),
         }
     }

@@ -219,7 +219,8 @@ impl PreparedMarket {
         if inst.buyers() == 0 {
             best.offer(inst, &[], &vec![0.0; inst.goods()]);
         } else {
-            let mut pr = ProportionalResponse::new(inst, warm.as_deref(), threads);
+            let mut pr =
+                ProportionalResponse::new(inst, warm.as_deref().map(Vec::as_slice), threads);
             match settings.method {
                 Method::ProportionalResponse => {
                     // It stops only on the certificate or at the iteration limit.
@@ -300,7 +301,7 @@ impl PreparedMarket {
             inst,
             &self.progress,
             &best,
-            final_bids.as_deref(),
+            final_bids.as_deref().map(Vec::as_slice),
             (pr_iterations, ipm_iterations),
             settings.tol,
             stop,

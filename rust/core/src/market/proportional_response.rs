@@ -39,6 +39,7 @@
 //! uses a few iterations of it to find prices and finishes with the interior-point method.
 
 use super::instance::{best_per_round, Instance};
+use crate::buffers::Buffer;
 use crate::threads::{run_all, runs, split_runs};
 
 /// Bids never fall below this fraction of the buyer's budget: a bid that reached zero could never
@@ -53,13 +54,13 @@ const MAX_PASSES: usize = 200;
 pub(crate) struct ProportionalResponse {
     /// Bids per entry (dense rows), in normalised budget units; 0 on entries that are not
     /// purchasable.
-    pub bids: Vec<f64>,
+    pub bids: Buffer,
     /// Rows started from warm-start bids whose effective budget is still to be inferred.
     warm_rows: Vec<bool>,
     /// Effective budget per buyer.
     pub budget: Vec<f64>,
     /// Allocation per entry after the last `allocate`.
-    pub x: Vec<f64>,
+    pub x: Buffer,
     /// Utility per buyer after the last `allocate`.
     pub u: Vec<f64>,
     /// Clearing level (price) per round after the last `allocate`.
@@ -96,7 +97,7 @@ impl ProportionalResponse {
     /// every round: `b_it = w_i a_it / (c_i + sum_t a_it)`.
     pub fn new(inst: &Instance, warm: Option<&[f64]>, threads: usize) -> Self {
         let (entries, rounds) = (inst.entries(), inst.goods());
-        let mut bids = vec![0.0; entries];
+        let mut bids = Buffer::zeroed(entries);
         let mut warm_rows = vec![false; inst.buyers()];
         let mut gang_sum = vec![0.0; rounds];
         for b in 0..inst.buyers() {
@@ -136,7 +137,7 @@ impl ProportionalResponse {
             bids,
             warm_rows,
             budget: inst.w.clone(),
-            x: vec![0.0; entries],
+            x: Buffer::zeroed(entries),
             u: inst.c.clone(),
             lambda: vec![0.0; rounds],
             bid_sum: vec![0.0; rounds],

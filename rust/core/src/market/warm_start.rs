@@ -3,6 +3,7 @@
 
 use super::instance::Instance;
 use super::MarketError;
+use crate::buffers::Buffer;
 
 /// A warm-start row spending more than this many times its job's budget is scaled down to the
 /// budget (see `normalised_bids`).
@@ -10,7 +11,7 @@ const WARM_SPEND_LIMIT: f64 = 1e3;
 
 /// Validate warm-start bids (the caller's `jobs x rounds x types` layout) and bring them to
 /// normalised budget units, each job's row in the solvers' type-major order.
-pub(super) fn normalised_bids(inst: &Instance, bids: &[f64]) -> Result<Vec<f64>, MarketError> {
+pub(super) fn normalised_bids(inst: &Instance, bids: &[f64]) -> Result<Buffer, MarketError> {
     let goods = inst.goods();
     if bids.len() != inst.jobs * goods {
         let shape = if inst.types == 1 {
@@ -31,15 +32,17 @@ pub(super) fn normalised_bids(inst: &Instance, bids: &[f64]) -> Result<Vec<f64>,
     }
     let total = inst.budget_total;
     if total <= 0.0 {
-        return Ok(vec![0.0; bids.len()]);
+        return Ok(Buffer::zeroed(bids.len()));
     }
-    let mut normalised: Vec<f64> = if inst.types == 1 {
-        bids.iter().map(|b| b / total).collect()
+    let mut normalised = Buffer::with_capacity(bids.len());
+    if inst.types == 1 {
+        normalised.extend(bids.iter().map(|b| b / total));
     } else {
-        (0..bids.len())
-            .map(|e| bids[(e / goods) * goods + inst.caller_good(e % goods)] / total)
-            .collect()
-    };
+        normalised.extend(
+            (0..bids.len())
+                .map(|e| bids[(e / goods) * goods + inst.caller_good(e % goods)] / total),
+        );
+    }
     // A job never spends more than its budget: a row whose bids sum far past it (or overflowed
     // in the division) is scaled down to spend exactly its budget. Its ratios across rounds are
     // kept. (A shifted or smoothed warm start may spend a few budgets: it is used as given.)

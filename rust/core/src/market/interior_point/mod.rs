@@ -89,6 +89,7 @@ use super::certificate::Incumbent;
 use super::instance::Instance;
 use super::linalg::cholesky::{cholesky, cholesky_solve};
 use super::SolverStatus;
+use crate::buffers::Buffer;
 use parts::{Outputs, Split};
 use state::{Buyers, Entries, Pass, PassResult, Pending, Rounds, Typed};
 
@@ -204,10 +205,10 @@ impl InteriorPoint {
         };
         let used_rounds = inst.good_used.iter().filter(|&&u| u).count();
         let ceilings = inst.ceil.iter().filter(|c| c.is_finite()).count();
-        let e = || vec![0.0; entries];
+        let e = || Buffer::zeroed(entries);
         let b = || vec![0.0; buyers];
         let t = || vec![0.0; rounds];
-        let s = || vec![0.0; slots];
+        let s = || Buffer::zeroed(slots);
         let typed_entries = if types > 1 { entries } else { 0 };
         let split = Split::new(threads, buyers);
         let out = parts::outputs(&split, parts::Widths::new(per_round, types));
@@ -221,16 +222,16 @@ impl InteriorPoint {
                 v: s(),
                 ix: e(),
                 iy: s(),
-                isig: if types == 1 { e() } else { Vec::new() },
+                isig: if types == 1 { e() } else { Buffer::default() },
                 dx: e(),
                 cxi: e(),
                 cvi: s(),
             },
             k: Typed {
-                hata: vec![0.0; typed_entries],
-                r: vec![0.0; typed_entries],
-                n: vec![0.0; typed_entries * types],
-                q: vec![0.0; if types > 1 { slots } else { 0 }],
+                hata: Buffer::zeroed(typed_entries),
+                r: Buffer::zeroed(typed_entries),
+                n: Buffer::zeroed(typed_entries * types),
+                q: Buffer::zeroed(if types > 1 { slots } else { 0 }),
                 block: vec![0.0; rounds * types],
             },
             b: Buyers {

@@ -1,13 +1,15 @@
 //! The interior-point method's state: dense per-entry, per-buyer and per-round arrays, and the
 //! bookkeeping of a step (its lengths, limits and the pass that computes it).
 
+use crate::buffers::Buffer;
+
 /// Per-entry state, dense `buyers x goods`, and per-slot state, dense `buyers x rounds` (a slot
 /// is a job's round: its one gang, over the types). With one GPU type a slot is an entry and the
 /// two layouts are the same. Entries that are not purchasable hold `x = 0, z = 0` and zero
 /// reciprocals, slots without a purchasable entry `y = 1, v = 0`, which removes them from every
 /// sum.
 #[derive(Default)]
-pub(super) struct Entries<V = Vec<f64>> {
+pub(super) struct Entries<V = Buffer> {
     pub(super) x: V,
     /// Slack of the slot's cap, `y = 1 - sum_k x` (per slot).
     pub(super) y: V,
@@ -33,14 +35,14 @@ pub(super) struct Entries<V = Vec<f64>> {
 pub(super) struct Typed {
     /// `B^{-1} a` per entry, `B` the block without the utility term: the rank-one part of the
     /// price system and of every solve.
-    pub(super) hata: Vec<f64>,
+    pub(super) hata: Buffer,
     /// `E^{-1} a / L` per entry (`E` a slot's block given the rest of its job, see `typed.rs`).
-    pub(super) r: Vec<f64>,
+    pub(super) r: Buffer,
     /// `E^{-1}` per slot, per job `types x types x rounds` (entry `(k, j)` of round `t` at
     /// `(k types + j) rounds + t`).
-    pub(super) n: Vec<f64>,
+    pub(super) n: Buffer,
     /// A slot's share of `kappa`, `Q = a^T B^{-1} a`, per slot.
-    pub(super) q: Vec<f64>,
+    pub(super) q: Buffer,
     /// The price system's within-round blocks (with one type: its diagonal), accumulated apart:
     /// `types` values per good (round `t` of type `j`: `(j rounds + t) types + f` holds entry
     /// `(j, f)`, those with `f >= j` read).

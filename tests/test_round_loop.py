@@ -168,3 +168,37 @@ def test_the_state_names_what_differs_between_worlds_not_the_mechanics(small: Wo
         "exact": ("profile", "profile", False),
         "gavel": ("steps", "runtime-rules", True),
     }
+
+
+_BOOK_BUSY = """
+import numpy as np
+from shockwave.rounds.ledger import JobBooks
+n = 100_000
+rng = np.random.default_rng(3)
+books = JobBooks(job_ids=np.arange(n), arrival=np.zeros(n), gang=rng.integers(1, 9, n),
+                 weight=np.ones(n), exclusive=np.ones(n), gpus=8 * n)
+books.round_busy.append(0.0)
+books.book_busy(1, rng.uniform(0.0, 120.0, n), books.gang)
+print(books.round_busy[0].hex())
+"""
+
+
+def test_booked_gpu_seconds_do_not_depend_on_the_blas_threads() -> None:
+    """A round's useful GPU-seconds are the same bits whatever the BLAS library's thread count
+    (OpenBLAS splits a long dot product over its threads: measured different at 100,000 values):
+    the pairwise sum."""
+    import os
+    import subprocess
+    import sys
+
+    bits = set()
+    for threads in ("1", "2"):
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
+        out = subprocess.run(
+            [sys.executable, "-c", _BOOK_BUSY], env=env, capture_output=True, text=True, check=True
+        )
+        bits.add(out.stdout.strip())
+    rng = np.random.default_rng(3)
+    gang = rng.integers(1, 9, 100_000)
+    run = rng.uniform(0.0, 120.0, 100_000)
+    assert bits == {float(np.sum(run * gang)).hex()}

@@ -193,7 +193,7 @@ class ExactTypedWorld(TypedWorld):
         books, mechanism = self.books, self.allocation.mechanism
         gang = books.gang[jobs]
         books.service[jobs] += run
-        books.round_busy[round_index - 1] = float(run @ gang)
+        books.book_busy(round_index, run, gang)
         np.add.at(self.gpu_seconds, (jobs, types), run * gang)
         np.add.at(self.busy_seconds, types, run * gang)
         for job, k, seconds in zip(jobs.tolist(), types.tolist(), run.tolist(), strict=True):

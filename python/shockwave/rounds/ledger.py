@@ -146,6 +146,14 @@ class JobBooks:
         self.finished += int(jobs.shape[0])
         self._completed_since.extend(jobs.tolist())
 
+    def book_busy(self, round_index: int, run: FloatArray, gang: IntArray) -> None:
+        """Book the useful GPU-seconds of the round that ended at boundary ``round_index``:
+        ``sum(run * gang)`` (``run`` each job's seconds of execution, ``gang`` its GPUs), summed
+        by numpy's pairwise sum, the same bits on every machine. (A BLAS dot product adds in an
+        order that depends on the CPU's kernel and, for long vectors, on the BLAS library's
+        thread count; it also left OpenBLAS's threads spinning after every round.)"""
+        self.round_busy[round_index - 1] = float(np.sum(run * gang))
+
     def record_round(
         self, round_index: int, now: float, active: IntArray, dispatched: IntArray, gpus_used: int
     ) -> None:

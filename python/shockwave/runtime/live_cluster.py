@@ -288,7 +288,7 @@ class LiveCluster(ClusterWorld):
             [job.round.batch_size or job.progress.batch_size for job in tallies], dtype=np.int64
         )
         ledger.service[jobs] += run_seconds
-        ledger.round_busy[k - 1] = float(run_seconds @ ledger.gang[jobs])
+        ledger.book_busy(k, run_seconds, ledger.gang[jobs])
         if self.typed is not None:
             typed_mechanism = self.mechanism
             assert isinstance(typed_mechanism, TypedRoundMechanism)

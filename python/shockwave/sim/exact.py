@@ -142,7 +142,7 @@ class ExactProfiles(ClusterWorld):
         """Book the round that just ended (boundary ``k``): service, samples, completions."""
         ledger = self.ledger
         ledger.service[jobs] += run
-        ledger.round_busy[k - 1] = float(run @ ledger.gang[jobs])
+        ledger.book_busy(k, run, ledger.gang[jobs])
         if self.mechanism is not None:
             self.mechanism.record_run(jobs, run)
         p = self.profiles

@@ -185,8 +185,8 @@ print(books.round_busy[0].hex())
 
 def test_booked_gpu_seconds_do_not_depend_on_the_blas_threads() -> None:
     """A round's useful GPU-seconds are the same bits whatever the BLAS library's thread count
-    (OpenBLAS splits a long dot product over its threads: measured different at 100,000 values):
-    the pairwise sum."""
+    (OpenBLAS splits a long dot product over its threads: measured different at 100,000 values,
+    and this test fails with a plain ``run @ gang``)."""
     import os
     import subprocess
     import sys
@@ -198,7 +198,4 @@ def test_booked_gpu_seconds_do_not_depend_on_the_blas_threads() -> None:
             [sys.executable, "-c", _BOOK_BUSY], env=env, capture_output=True, text=True, check=True
         )
         bits.add(out.stdout.strip())
-    rng = np.random.default_rng(3)
-    gang = rng.integers(1, 9, 100_000)
-    run = rng.uniform(0.0, 120.0, 100_000)
-    assert bits == {float(np.sum(run * gang)).hex()}
+    assert len(bits) == 1

@@ -10,10 +10,12 @@ sees and :meth:`JobLedger.record` what the metrics read.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+from threadpoolctl import ThreadpoolController
 
 from shockwave.persistence import StateReader
 from shockwave.scheduling.record import SimulationRecord
@@ -22,6 +24,23 @@ from shockwave.workload import Workload
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    """The BLAS libraries loaded in the process (inspected once)."""
+    return ThreadpoolController().select(user_api="blas")
+
+
+def one_blas_thread() -> Any:
+    """A context in which BLAS calls run on the calling thread alone. OpenBLAS splits a dot
+    product of more than some 30,000 values over its threads, which changes its last bits with
+    the machine's cores (measured: ``0x1.9c66eab8c106ep+24`` on one thread, ``...06fp+24`` on two,
+    for 100,000 values), and its idle threads then spin: a fifth of a 100,000-job simulation's
+    CPU time on two cores. On one thread the bits are those of the BLAS kernel the CPU selects
+    (``tests/golden_platform.py``)."""
+    return _blas().limit(limits=1)
+
 
 Scalar = TypeVar("Scalar", bound=np.generic)
 
@@ -148,11 +167,10 @@ class JobBooks:
 
     def book_busy(self, round_index: int, run: FloatArray, gang: IntArray) -> None:
         """Book the useful GPU-seconds of the round that ended at boundary ``round_index``:
-        ``sum(run * gang)`` (``run`` each job's seconds of execution, ``gang`` its GPUs), summed
-        by numpy's pairwise sum, the same bits on every machine. (A BLAS dot product adds in an
-        order that depends on the CPU's kernel and, for long vectors, on the BLAS library's
-        thread count; it also left OpenBLAS's threads spinning after every round.)"""
-        self.round_busy[round_index - 1] = float(np.sum(run * gang))
+        ``run . gang`` (``run`` each job's seconds of execution, ``gang`` its GPUs), a BLAS dot
+        product on one BLAS thread (:func:`one_blas_thread`)."""
+        with one_blas_thread():
+            self.round_busy[round_index - 1] = float(run @ gang)
 
     def record_round(
         self, round_index: int, now: float, active: IntArray, dispatched: IntArray, gpus_used: int

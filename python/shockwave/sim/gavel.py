@@ -271,7 +271,7 @@ class GavelMechanics(ClusterWorld):
         placed = self.gpu_of[good]  # each job's GPUs, padded with -1
         held = placed >= 0
         self.gpu_busy[placed[held]] += np.broadcast_to(execution[ok][:, None], placed.shape)[held]
-        ledger.book_busy(k, execution[ok], gang[ok])
+        ledger.round_busy[k - 1] = float(np.sum(execution[ok] * gang[ok]))
 
         self.failures[jobs[failed]] += 1
         dropped = failed & (self.failures[jobs] >= GAVEL_MAX_FAILED_ATTEMPTS)

@@ -18,9 +18,9 @@ use std::sync::{Mutex, MutexGuard};
 /// Blocks smaller than this (bytes) are not pooled.
 const MIN_BYTES: usize = 64 << 10;
 /// Most bytes the pool holds between solves.
-pub(crate) const POOL_BYTES: usize = 512 << 20;
+const POOL_BYTES: usize = 512 << 20;
 /// Most blocks the pool holds.
-pub(crate) const POOL_BUFFERS: usize = 64;
+const POOL_BUFFERS: usize = 64;
 
 /// Freed blocks (capacity counted), kept for the next requests.
 struct Pool {
@@ -173,7 +173,7 @@ mod tests {
         for capacity in [100, 400, 200, 300] {
             pool.keep(Vec::with_capacity(capacity), 8 * 800, 3);
         }
-        // 1,000 values' worth, then over 800: the 100 and the 200 left
+        // 1,000 values in four blocks, over 800 and over 3 blocks: the 100 and the 200 dropped
         let mut kept: Vec<usize> = pool.blocks.iter().map(Vec::capacity).collect();
         kept.sort_unstable();
         assert_eq!(kept, [300, 400]);

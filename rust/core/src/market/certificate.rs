@@ -348,7 +348,7 @@ impl Incumbent {
             candidate_u: vec![0.0; inst.buyers()],
             demand: vec![0.0; inst.goods()],
             scratch: DualScratch::new(inst),
-            plan: Buffer::default(),
+            plan: Buffer::with_capacity(if inst.types > 1 { inst.entries() } else { 0 }),
             threads: threads.max(1),
         }
     }

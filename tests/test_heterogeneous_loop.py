@@ -207,3 +207,24 @@ def test_the_restart_penalty_is_checked_against_the_round_under_exact_only() -> 
         HeterogeneousConfig(round_seconds=10.0, mechanics="exact")
     with pytest.raises(ValueError, match="mechanics must be"):
         HeterogeneousConfig(mechanics="fast")  # type: ignore[arg-type]
+
+
+def test_typed_policies_are_asked_on_one_blas_thread() -> None:
+    """As the homogeneous loop (``tests/test_round_loop.py``): a typed policy's BLAS calls run
+    on one BLAS thread."""
+    from threadpoolctl import threadpool_limits
+
+    from tests.test_round_loop import blas_threads
+
+    seen: list[int] = []
+
+    class Counting(ByTime):
+        def allocate(self, state: TypedAllocationState) -> FloatArray:
+            seen.append(blas_threads())
+            return super().allocate(state)
+
+    jobs = _jobs("fast:1,slow:1", [[10.0, 5.0]], [1000])
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert typed_round_loop(jobs, Counting(switch=60.0), _exact()).run()
+        assert blas_threads() == 2
+    assert seen and set(seen) == {1}

@@ -199,3 +199,42 @@ def test_booked_gpu_seconds_do_not_depend_on_the_blas_threads() -> None:
         )
         bits.add(out.stdout.strip())
     assert len(bits) == 1
+
+
+def blas_threads() -> int:
+    """The BLAS libraries' thread count now (the largest, if several are loaded)."""
+    from threadpoolctl import threadpool_info
+
+    return max(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas")
+
+
+def test_policies_are_asked_on_one_blas_thread(small: Workload) -> None:
+    """The loop asks a policy inside ``one_blas_thread``, so the BLAS dot products of a policy
+    (the baselines' over the active jobs) are the same bits whatever the machine's cores, and
+    the caller's BLAS threads are back after the run."""
+    from threadpoolctl import threadpool_limits
+
+    from shockwave.scheduling import AllocationPolicy
+
+    seen: list[int] = []
+
+    class Counting(OldestFirst):
+        def schedule(self, state: ClusterState) -> npt.ArrayLike:
+            seen.append(blas_threads())
+            return super().schedule(state)
+
+    class Halves(AllocationPolicy):
+        name = "halves"
+
+        def allocate(self, state: ClusterState) -> npt.NDArray[np.float64]:
+            seen.append(blas_threads())
+            return np.full(state.num_active, 0.5)
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert blas_threads() == 2
+        for policy in (Counting(), Halves()):
+            for mechanics in ("exact", "gavel"):
+                config = SimulationConfig(gpus=6, mechanics=mechanics)  # type: ignore[arg-type]
+                simulate(small, policy, config)
+        assert blas_threads() == 2
+    assert len(seen) > 20 and set(seen) == {1}

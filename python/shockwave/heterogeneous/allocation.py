@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.blas_threads import one_blas_thread
 from shockwave.heterogeneous.mechanism import Entry, TypedRoundMechanism
 from shockwave.heterogeneous.protocol import TypedAllocationPolicy, TypedAllocationState
 from shockwave.heterogeneous.typed_jobs import TypedJobs
@@ -213,7 +214,8 @@ class TypedRounds(RoundAllocator):
         state = self._state(world, now, active, round_index)
         policy = self.policy
         started = time.perf_counter()
-        raw = policy.allocate(state)
+        with one_blas_thread():
+            raw = policy.allocate(state)
         self.books.policy_seconds += time.perf_counter() - started
         rows = active.shape[0] + (len(pairs) if policy.packs_jobs else 0)
         x = check_typed_allocation(policy.name, raw, (rows, self.counts.shape[0]))

@@ -10,13 +10,12 @@ sees and :meth:`JobLedger.record` what the metrics read.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from threadpoolctl import ThreadpoolController
 
+from shockwave.blas_threads import one_blas_thread
 from shockwave.persistence import StateReader
 from shockwave.scheduling.record import SimulationRecord
 from shockwave.scheduling.state import BatchSizeChanges, ClusterState, ProgressCounter, SampleLog
@@ -24,23 +23,6 @@ from shockwave.workload import Workload
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-
-@functools.cache
-def _blas() -> ThreadpoolController:
-    """The BLAS libraries loaded in the process (inspected once)."""
-    return ThreadpoolController().select(user_api="blas")
-
-
-def one_blas_thread() -> Any:
-    """A context in which BLAS calls run on the calling thread alone. OpenBLAS splits a dot
-    product of more than some 30,000 values over its threads, which changes its last bits with
-    the machine's cores (measured: ``0x1.9c66eab8c106ep+24`` on one thread, ``...06fp+24`` on two,
-    for 100,000 values), and its idle threads then spin: a fifth of a 100,000-job simulation's
-    CPU time on two cores. On one thread the bits are those of the BLAS kernel the CPU selects
-    (``tests/golden_platform.py``)."""
-    return _blas().limit(limits=1)
-
 
 Scalar = TypeVar("Scalar", bound=np.generic)
 

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
+from shockwave.blas_threads import one_blas_thread
 from shockwave.persistence import StateFormatError, StateReader
 from shockwave.rounds.allocation import RoundAllocator
 from shockwave.rounds.decision import check_fractions, check_round
@@ -187,7 +188,8 @@ class RoundLoop:
         policy = self.policy
         assert isinstance(policy, AllocationPolicy)
         started = time.perf_counter()
-        raw = policy.allocate(state)
+        with one_blas_thread():
+            raw = policy.allocate(state)
         self.ledger.policy_seconds += time.perf_counter() - started
         return check_fractions(policy.name, raw, state)
 
@@ -195,7 +197,8 @@ class RoundLoop:
         policy = self.policy
         assert isinstance(policy, RoundPolicy)
         started = time.perf_counter()
-        raw = policy.schedule(state)
+        with one_blas_thread():
+            raw = policy.schedule(state)
         self.ledger.policy_seconds += time.perf_counter() - started
         return check_round(policy.name, raw, state, active, self.ledger.gang, self.ledger.gpus)
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from shockwave import persistence
+from shockwave.blas_threads import one_blas_thread
 from shockwave.errors import DataError
 from shockwave.rounds.observers import RoundObserver, RoundReport
 from shockwave.scheduling.protocol import AllocationPolicy, Policy, RoundPolicy
@@ -356,11 +357,12 @@ def replay_divergence(
     diverged = []
     for entry in rounds:
         state = ClusterState(workload=workload, _samples=samples, **entry.state)
-        if isinstance(policy, RoundPolicy):
-            answer: Any = np.sort(np.asarray(policy.schedule(state), dtype=np.int64))
-        else:
-            assert isinstance(policy, AllocationPolicy)
-            answer = np.clip(np.asarray(policy.allocate(state), dtype=np.float64), 0, 1)
+        with one_blas_thread():  # as the round loop asked it
+            if isinstance(policy, RoundPolicy):
+                answer: Any = np.sort(np.asarray(policy.schedule(state), dtype=np.int64))
+            else:
+                assert isinstance(policy, AllocationPolicy)
+                answer = np.clip(np.asarray(policy.allocate(state), dtype=np.float64), 0, 1)
         if not np.array_equal(answer, entry.decision):
             diverged.append(entry.index)
     return diverged

@@ -123,35 +123,36 @@ impl Instance {
         validate(problem)?;
         let (jobs, rounds, types) = (problem.jobs, problem.rounds, problem.types);
         let goods = rounds * types;
-        // The caller's (round, type) order to the rows' (type, round) order.
-        let caller = |g: usize| (g % rounds) * types + g / rounds;
-        let supply: Vec<f64> = (0..goods).map(|g| problem.supply[caller(g)]).collect();
+        // The caller's (round, type) order to the rows' (type, round) order, looked up (two
+        // integer divisions per entry otherwise).
+        let caller: Vec<usize> = (0..goods)
+            .map(|g| (g % rounds) * types + g / rounds)
+            .collect();
+        let supply: Vec<f64> = caller.iter().map(|&c| problem.supply[c]).collect();
         let mut in_objective = vec![false; jobs];
         let mut active_job = vec![false; jobs];
         let mut budget_total = 0.0;
         let mut job_of = Vec::new();
+        // Room for every job's row at once (the rows of the jobs left out are never touched, so
+        // never paged in), instead of growing and copying the array as the jobs come.
         let mut a = Vec::new();
+        a.try_reserve_exact(jobs * goods).map_err(|_| {
+            MarketError::out_of_memory(
+                "valuations",
+                format!(
+                    "could not allocate the {jobs} x {rounds} x {types} valuations of the market"
+                ),
+            )
+        })?;
         for i in 0..jobs {
             let n_i = f64::from(problem.gang_sizes[i]);
             let row = &problem.valuations[i * goods..(i + 1) * goods];
-            let purchasable = |g: usize| row[caller(g)] > 0.0 && n_i <= supply[g];
+            let purchasable = |g: usize| row[caller[g]] > 0.0 && n_i <= supply[g];
             let active = problem.budgets[i] > 0.0 && (0..goods).any(purchasable);
             if active {
                 active_job[i] = true;
                 job_of.push(i);
-                a.try_reserve(goods).map_err(|_| {
-                    MarketError::out_of_memory(
-                        "valuations",
-                        format!(
-                            "could not allocate the {} x {rounds} x {types} valuations of the \
-                             market",
-                            job_of.len()
-                        ),
-                    )
-                })?;
-                for g in 0..goods {
-                    a.push(if purchasable(g) { row[caller(g)] } else { 0.0 });
-                }
+                a.extend((0..goods).map(|g| if purchasable(g) { row[caller[g]] } else { 0.0 }));
             }
             in_objective[i] = problem.budgets[i] > 0.0 && (active || problem.progress[i] > 0.0);
             if in_objective[i] {

@@ -61,7 +61,7 @@ from shockwave import _core, arguments
 from shockwave.arguments import INT64_MAX, as_array, is_integer, is_number
 from shockwave.arguments import gang_sizes as _gang_sizes
 from shockwave.errors import InputError
-from shockwave.id_lookup import has_repeats, positions_of
+from shockwave.id_lookup import IntArray, has_repeats, positions_of
 
 #: Job identifiers of a market's rows: any unique hashables, or an integer numpy array.
 JobIds = Sequence[Hashable] | NDArray[np.integer]
@@ -408,11 +408,16 @@ def align_bids(
     array) are matched by sorting, in O(N log N); other hashables through a dictionary.
     """
     old = _market_array(bids, "bids")
-    if old.shape[0] != len(previous_jobs):
+    return _gather_rows(old, _previous_rows(previous_jobs, current_jobs, old.shape[0]))
+
+
+def _previous_rows(previous_jobs: JobIds, current_jobs: JobIds, rows: int) -> IntArray:
+    """The row of each of ``current_jobs`` among ``previous_jobs`` (``rows`` of them), -1 for a
+    job that arrived (see :func:`align_bids`)."""
+    if rows != len(previous_jobs):
         raise InputError(
-            "previous_jobs", f"{len(previous_jobs)} identifiers for {old.shape[0]} rows of bids"
+            "previous_jobs", f"{len(previous_jobs)} identifiers for {rows} rows of bids"
         )
-    aligned = np.zeros((len(current_jobs), *old.shape[1:]))
     previous_ids = as_array(previous_jobs, "previous_jobs")
     current_ids = as_array(current_jobs, "current_jobs")
     if (
@@ -424,20 +429,22 @@ def align_bids(
         for ids, name in ((previous_ids, "previous_jobs"), (current_ids, "current_jobs")):
             if has_repeats(ids):
                 raise InputError(name, "identifiers must be unique")
-        rows = positions_of(previous_ids, current_ids)
-        found = rows >= 0
-        aligned[found] = old[rows[found]]
-        return aligned
+        return positions_of(previous_ids, current_ids)
     row_of = {job: row for row, job in enumerate(previous_jobs)}
     if len(row_of) != len(previous_jobs):
         raise InputError("previous_jobs", "identifiers must be unique")
     if len(set(current_jobs)) != len(current_jobs):
         raise InputError("current_jobs", "identifiers must be unique")
-    for row, job in enumerate(current_jobs):
-        previous = row_of.get(job)
-        if previous is not None:
-            aligned[row] = old[previous]
-    return aligned
+    return np.array([row_of.get(job, -1) for job in current_jobs], dtype=np.int64)
+
+
+def _gather_rows(values: NDArray[np.float64], rows: IntArray) -> NDArray[np.float64]:
+    """Row ``rows[i]`` of ``values`` for each ``i``, zeros where ``rows[i] < 0`` (a fresh,
+    C-ordered array)."""
+    gathered = np.zeros((rows.shape[0], *values.shape[1:]))
+    found = rows >= 0
+    gathered[found] = values[rows[found]]
+    return gathered
 
 
 def warm_start_bids(
@@ -493,15 +500,14 @@ def warm_start_bids(
             _budget_vector(previous_budgets, "previous_budgets", shifted.shape[0]),
             _budget_vector(budgets, "budgets", rows),
         )
-    shape = shifted.shape
     if previous_jobs is not None and current_jobs is not None:
-        if budget_pair is None:
-            shifted = align_bids(shifted, previous_jobs, current_jobs)
-        else:  # the budgets ride along as a last column: one lookup of the identifiers
-            flat = shifted.reshape(shape[0], -1)
-            both = align_bids(np.column_stack([flat, budget_pair[0]]), previous_jobs, current_jobs)
-            shifted = both[:, :-1].reshape(len(current_jobs), *shape[1:])
-            budget_pair = (both[:, -1], budget_pair[1])
+        # one lookup of the identifiers for the bids and the previous budgets
+        rows = _previous_rows(previous_jobs, current_jobs, shifted.shape[0])
+        shifted = _gather_rows(shifted, rows)
+        if budget_pair is not None:
+            budget_pair = (_gather_rows(budget_pair[0], rows), budget_pair[1])
+    # `shifted` is this call's own array from here on (fresh from the shift or the gather): the
+    # steps below update it in place, with the same operations as on copies (the same bits).
     if budget_pair is not None:
         old, new = budget_pair
         known = old > 0
@@ -509,11 +515,13 @@ def warm_start_bids(
         with np.errstate(over="ignore", invalid="ignore"):  # non-finite rows start cold below
             ratio = np.divide(new, old, out=np.zeros_like(new), where=known)
             keep = known & (ratio * max_budget_change >= 1.0) & (ratio <= max_budget_change)
-            scaled = shifted * ratio.reshape(per_row)
-        keep &= np.isfinite(scaled).reshape(len(keep), -1).all(axis=1)
-        shifted = np.where(keep.reshape(per_row), scaled, 0.0)
+            shifted *= ratio.reshape(per_row)
+        keep &= np.isfinite(shifted).reshape(len(keep), -1).all(axis=1)
+        shifted[~keep] = 0.0
     if smoothing > 0.0 and shifted.size:
-        shifted = (1.0 - smoothing) * shifted + smoothing * shifted.mean(axis=1, keepdims=True)
+        mean = shifted.mean(axis=1, keepdims=True)
+        shifted *= 1.0 - smoothing
+        shifted += smoothing * mean
     return shifted
 
 

@@ -15,7 +15,10 @@
 //!
 //! `iteration_floor` measures the least memory traffic of one iteration whatever the passes'
 //! layout (three sweeps, the state read in each and written in one), per entry, at the sizes of
-//! the benchmarks and of the 100,000-job run's largest markets.
+//! the benchmarks and of the 100,000-job run's largest markets; `arithmetic_floor` the least
+//! time of one iteration's floating-point operations (counted from the passes) on one core, in
+//! cache: with the same bits the method must perform the same operations, so no order of them
+//! takes less.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
@@ -237,5 +240,75 @@ fn iteration_floor() {
                 t * 1e9 / entries as f64
             );
         }
+    }
+}
+
+/// Floating-point additions, subtractions, multiplications and comparisons per entry of one
+/// one-type iteration, counted by hand from the passes (`passes.rs`, `row_inverse.rs`):
+/// prepare about 100 (the step's update 19, the reciprocals and `kappa` 20, the two
+/// Sherman-Morrison applications 23, the sums over jobs 8, the rank-one update of the price
+/// system 20), the predictor about 64, the corrector about 50, the complementarity about 5.
+const ITERATION_OPS: usize = 220;
+/// Divisions per entry of one iteration: `1 / x`, `1 / y`, `1 / sigma` (prepare), `1 / z`,
+/// `1 / v` (the corrector's dual step limits).
+const ITERATION_DIVISIONS: usize = 5;
+
+/// [`ITERATION_OPS`] (rounded down to sixteens) and [`ITERATION_DIVISIONS`] per value of `x`,
+/// four values at a time in eight independent chains of multiply-adds (no fused multiply-add,
+/// as the solver), compiled with AVX2 as the solver's passes: the least time the operations of
+/// one iteration take on this core, whatever their order, without reading or writing anything
+/// but `x` and `out`.
+#[allow(unsafe_code)]
+#[target_feature(enable = "avx2")]
+unsafe fn arithmetic_sweep(x: &[f64], out: &mut [f64]) {
+    for (x, out) in x.chunks_exact(4).zip(out.chunks_exact_mut(4)) {
+        let mut chains = [[0.0f64; 4]; 8];
+        for (k, chain) in chains.iter_mut().enumerate() {
+            for l in 0..4 {
+                chain[l] = x[l] + k as f64;
+            }
+        }
+        for _ in 0..ITERATION_OPS / 16 {
+            for chain in &mut chains {
+                for l in 0..4 {
+                    chain[l] = chain[l] * 0.999 + 0.001;
+                }
+            }
+        }
+        let mut quotients = [0.0f64; 4];
+        for k in 0..ITERATION_DIVISIONS {
+            for l in 0..4 {
+                quotients[l] += 1.0 / (x[l] + (k + 1) as f64);
+            }
+        }
+        for l in 0..4 {
+            out[l] = chains.iter().map(|chain| chain[l]).sum::<f64>() + quotients[l];
+        }
+    }
+}
+
+#[test]
+#[ignore = "a measurement: run with --release --ignored --nocapture"]
+#[allow(unsafe_code)]
+fn arithmetic_floor() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        return;
+    }
+    for jobs in [500, 1_000] {
+        let entries = jobs * 20;
+        let x: Vec<f64> = (0..entries).map(|e| 1.0 + (e % 7) as f64).collect();
+        let mut out = vec![0.0; entries];
+        let t = median(101, || {
+            // SAFETY: the CPU has AVX2 (checked above).
+            unsafe { arithmetic_sweep(black_box(&x), &mut out) };
+            black_box(&out);
+        });
+        println!(
+            "N = {jobs}, T = 20, 1 thread: one iteration's arithmetic ({} operations and {} \
+             divisions per entry, in cache) {:6.2} ns per entry",
+            ITERATION_OPS / 16 * 16,
+            ITERATION_DIVISIONS,
+            t * 1e9 / entries as f64
+        );
     }
 }

@@ -245,9 +245,10 @@ fn iteration_floor() {
 
 /// Floating-point additions, subtractions, multiplications and comparisons per entry of one
 /// one-type iteration, counted by hand from the passes (`passes.rs`, `row_inverse.rs`):
-/// prepare about 100 (the step's update 19, the reciprocals and `kappa` 20, the two
-/// Sherman-Morrison applications 23, the sums over jobs 8, the rank-one update of the price
-/// system 20), the predictor about 64, the corrector about 50, the complementarity about 5.
+/// prepare about 100 (the step's update 19, the reciprocals and `kappa` 20, the diagonal and
+/// the right-hand sides 12, the two Sherman-Morrison applications 23, the sums over jobs 8, the
+/// rank-one update of the price system 20), the predictor about 64, the corrector about 50, the
+/// complementarity about 5.
 const ITERATION_OPS: usize = 220;
 /// Divisions per entry of one iteration: `1 / x`, `1 / y`, `1 / sigma` (prepare), `1 / z`,
 /// `1 / v` (the corrector's dual step limits).

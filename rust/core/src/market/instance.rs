@@ -83,6 +83,9 @@ pub(crate) struct Instance {
     pub a: Vec<f64>,
     /// Supply per good (type-major: `k T + t`), in GPUs.
     pub supply: Vec<f64>,
+    /// The caller's index of each good ([`Self::caller_good`]), looked up: computed, it takes two
+    /// integer divisions, and the per-entry loops ask it for every entry.
+    caller: Vec<usize>,
     /// Whether any entry lies in each good.
     pub good_used: Vec<bool>,
     /// `W`: sum of the budgets of the jobs whose utility is positive (original units).
@@ -115,7 +118,7 @@ impl Instance {
 
     /// The caller's index (`t K + k`, round-major) of the good at `g` (`k T + t`, type-major).
     pub fn caller_good(&self, g: usize) -> usize {
-        (g % self.rounds) * self.types + g / self.rounds
+        self.caller[g]
     }
 
     /// Validate `problem` and build its normalised form.
@@ -123,8 +126,7 @@ impl Instance {
         validate(problem)?;
         let (jobs, rounds, types) = (problem.jobs, problem.rounds, problem.types);
         let goods = rounds * types;
-        // The caller's (round, type) order to the rows' (type, round) order, looked up (two
-        // integer divisions per entry otherwise).
+        // The caller's (round, type) order to the rows' (type, round) order (`caller_good`).
         let caller: Vec<usize> = (0..goods)
             .map(|g| (g % rounds) * types + g / rounds)
             .collect();
@@ -243,6 +245,7 @@ impl Instance {
             n,
             a,
             supply,
+            caller,
             good_used,
             budget_total,
             objective_offset,
